@@ -1,0 +1,36 @@
+# make alone prints this help. Every target installs what it needs first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.DEFAULT_GOAL := help
+.PHONY: help install install-test browser serve test lint bench
+
+help:  ## show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv and install tms with its test tools
+
+browser:  ## install Debian's Chromium for the browser tests (no browser download)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+
+serve: install  ## install and start the service with embedded defaults (data in ./data)
+	$(VENV)/bin/tms serve
+
+test: install browser  ## install everything and run the whole test suite
+	$(VENV)/bin/pytest
+
+lint: install  ## ruff
+	$(VENV)/bin/ruff check tms tests bench
+	$(VENV)/bin/ruff format --check tms tests bench || true
+
+bench: install  ## run the benchmarks (see bench/README.md)
+	$(PY) bench/run_all.py

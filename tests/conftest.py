@@ -1,0 +1,229 @@
+"""Test harness: every test talks HTTP to a real `tms serve` process on a temporary data dir.
+
+A session-wide server is shared; each test gets its own tenant (tenancy is the isolation), so
+tests stay independent without paying a server start each. Tests that need special settings
+start their own server with ``start_server(env=...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    data_dir: Path
+    env: dict[str, str]
+    port: int = 0
+    process: subprocess.Popen[str] | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.data_dir.parent / f"server-{self.data_dir.name}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "tms.db"
+
+    def start(self, timeout: float = 20) -> ServerProcess:
+        if not self.port:
+            self.port = free_port()
+        env = {
+            **os.environ,
+            "TMS_STORAGE_DATA_DIR": str(self.data_dir),
+            "TMS_SERVER_HOST": "127.0.0.1",
+            "TMS_SERVER_PORT": str(self.port),
+            "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
+            **self.env,
+        }
+        env.pop("TMS_CONFIG", None)
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tms", "serve"], cwd=self.data_dir.parent, env=env,
+            stdout=log, stderr=subprocess.STDOUT, text=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tms serve exited early:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"tms serve did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def setup_token(self) -> str | None:
+        match = re.search(r"/setup\?token=([A-Za-z0-9_-]+)", self.log())
+        return match.group(1) if match else None
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        """kill -9: no shutdown hooks run."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def start(env: dict[str, str] | None = None, data_dir: Path | None = None) -> ServerProcess:
+        directory = data_dir or tmp_path_factory.mktemp("data")
+        server = ServerProcess(directory, env or {}).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("shared-data"),
+        {"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2", "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2"},
+    ).start()
+    yield srv
+    srv.stop()
+
+
+def run_admin(db_path: Path, action: Callable[[Any], Any]) -> Any:
+    """Runs an admin service call on the database, as `tms admin` does (safe while serve runs)."""
+    from tms.db import Database
+
+    async def run() -> Any:
+        db = Database(db_path, readers=1)
+        await db.open()
+        try:
+            return await action(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(run())
+
+
+@dataclass
+class Tenant:
+    server: ServerProcess
+    id: str
+    name: str
+    write_token: str
+    read_token: str
+    email: str
+    password: str
+
+    def client(self, scope: str = "write") -> httpx.Client:
+        token = {"write": self.write_token, "read": self.read_token}[scope]
+        return httpx.Client(
+            base_url=self.server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
+    @property
+    def api(self) -> httpx.Client:
+        """A client whose token has both read and write scopes."""
+        return self.client("write")
+
+    def create_project(self, name: str = "Project", **fields: Any) -> dict[str, Any]:
+        response = self.api.post("/api/v1/projects", json={"name": name, **fields})
+        assert response.status_code == 201, response.text
+        return response.json()["data"]
+
+    def web(self) -> httpx.Client:
+        """A browser-like client signed in to the web UI, with the CSRF token in its headers."""
+        client = httpx.Client(base_url=self.server.url, timeout=30, follow_redirects=False)
+        page = client.get("/login")
+        token = client.cookies.get("csrftoken") or ""
+        response = client.post(
+            "/login", data={"email": self.email, "password": self.password, "_csrf_token": token}
+        )
+        assert response.status_code == 303, response.text
+        client.headers["x-csrftoken"] = token
+        assert page.status_code in (200, 303)
+        return client
+
+
+_counter = iter(range(1, 10**9))
+
+
+def make_tenant_on(server: ServerProcess, name: str | None = None) -> Tenant:
+    from tms.services import accounts, tokens
+
+    number = next(_counter)
+    tenant_name = name or f"Tenant {number}"
+    email = f"user{number}-{os.getpid()}-{time.time_ns()}@example.com"
+    password = "correct horse battery"
+
+    async def create(db: Any) -> Tenant:
+        tenant_id = await accounts.create_tenant(db, tenant_name)
+        await accounts.create_user(db, tenant_id, email, password)
+        write = await tokens.create_token(db, tenant_id, "ci", "read,write")
+        read = await tokens.create_token(db, tenant_id, "reporting", "read")
+        return Tenant(server, tenant_id, tenant_name, write.token, read.token, email, password)
+
+    return run_admin(server.db_path, create)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def make_tenant(server: ServerProcess) -> Callable[..., Tenant]:
+    return lambda name=None, on=None: make_tenant_on(on or server, name)
+
+
+@pytest.fixture
+def tenant(make_tenant: Callable[..., Tenant]) -> Tenant:
+    return make_tenant()
+
+
+@pytest.fixture
+def other_tenant(make_tenant: Callable[..., Tenant]) -> Tenant:
+    return make_tenant()
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """Asserts an RFC 9457 problem-details answer with the given status; returns its body."""
+    assert response.status_code == status, f"{response.status_code}: {response.text}"
+    assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+    body = response.json()
+    assert body["status"] == status
+    assert body["title"] and "detail" in body and "type" in body
+    return body  # type: ignore[no-any-return]

@@ -1,0 +1,111 @@
+"""Bearer authentication, scopes and /api/v1/me, driven over HTTP against the real server."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import Tenant, assert_problem, run_admin
+
+
+def test_me_reports_tenant_scopes_and_ai(tenant: Tenant) -> None:
+    response = tenant.client("read").get("/api/v1/me")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["tenant"] == {"id": tenant.id, "name": tenant.name, "status": "ACTIVE"}
+    assert body["scopes"] == ["read"]
+    assert body["ai"] == {"provider": "none", "model": "", "quota_exhausted": False}
+    assert tenant.client("write").get("/api/v1/me").json()["scopes"] == ["read", "write"]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        None,
+        "",
+        "Bearer",
+        "Basic dXNlcjpwYXNz",
+        "Bearer svc_short_x",
+        "Bearer svc_abcdefgh_" + "A" * 40,  # well-formed, unknown
+        "Bearer not-a-token",
+    ],
+)
+def test_missing_malformed_or_unknown_token_is_401(server, header: str | None) -> None:
+    headers = {} if header is None else {"Authorization": header}
+    response = httpx.get(f"{server.url}/api/v1/me", headers=headers)
+    body = assert_problem(response, 401)
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert body["detail"]
+
+
+def test_tampered_secret_is_401(tenant: Tenant) -> None:
+    tampered = tenant.read_token[:-1] + ("A" if tenant.read_token[-1] != "A" else "B")
+    response = httpx.get(f"{tenant.server.url}/api/v1/me", headers={"Authorization": f"Bearer {tampered}"})
+    assert_problem(response, 401)
+
+
+def test_read_token_on_write_route_is_403(tenant: Tenant) -> None:
+    response = tenant.client("read").post("/api/v1/projects", json={"name": "x"})
+    body = assert_problem(response, 403)
+    assert "write" in body["detail"]
+
+
+def test_write_only_token_cannot_read(tenant: Tenant) -> None:
+    from tms.services import tokens
+
+    new = run_admin(tenant.server.db_path, lambda db: tokens.create_token(db, tenant.id, "w", "write"))
+    client = httpx.Client(base_url=tenant.server.url, headers={"Authorization": f"Bearer {new.token}"})
+    assert_problem(client.get("/api/v1/projects"), 403)
+    assert client.get("/api/v1/me").status_code == 200
+    assert client.post("/api/v1/projects", json={"name": "ok"}).status_code == 201
+
+
+def test_revoked_token_stops_working_on_next_request(tenant: Tenant) -> None:
+    from tms.services import tokens
+
+    client = tenant.client("read")
+    assert client.get("/api/v1/me").status_code == 200
+    token_id = run_admin(tenant.server.db_path, lambda db: tokens.list_tokens(db, tenant.id))
+    reporting = next(t for t in token_id if t["name"] == "reporting")
+    run_admin(tenant.server.db_path, lambda db: tokens.revoke_token(db, tenant.id, reporting["id"]))
+    assert_problem(client.get("/api/v1/me"), 401)
+    assert tenant.client("write").get("/api/v1/me").status_code == 200
+
+
+def test_suspended_tenant_tokens_are_401(tenant: Tenant) -> None:
+    from tms.store import tenants
+
+    async def suspend(db):
+        async with db.transaction() as tx:
+            await tenants.set_tenant_status(tx, tenant.id, "SUSPENDED")
+
+    run_admin(tenant.server.db_path, suspend)
+    assert_problem(tenant.api.get("/api/v1/me"), 401)
+
+
+def test_token_format_matches_contract(tenant: Tenant) -> None:
+    import re
+
+    assert re.fullmatch(r"svc_[a-z0-9]{8}_[A-Za-z0-9]{32,}", tenant.write_token)
+
+
+def test_token_secret_is_not_stored_in_clear(tenant: Tenant) -> None:
+    raw = tenant.server.db_path.read_bytes()
+    wal = tenant.server.db_path.with_name("tms.db-wal")
+    blob = raw + (wal.read_bytes() if wal.exists() else b"")
+    secret = tenant.write_token.rsplit("_", 1)[1]
+    assert secret.encode() not in blob
+
+
+def test_openapi_documents_bearer_scheme_and_scopes(server) -> None:
+    schema = httpx.get(f"{server.url}/schema/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["BearerToken"]["scheme"] == "bearer"
+    assert schema["paths"]["/api/v1/projects"]["post"]["security"] == [{"BearerToken": ["write"]}]
+    assert schema["paths"]["/api/v1/projects"]["get"]["security"] == [{"BearerToken": ["read"]}]
+    for path, item in schema["paths"].items():
+        if path.startswith("/api/v1"):
+            for operation in item.values():
+                assert operation.get("security"), f"{path} has no security requirement"
+    page = httpx.get(f"{server.url}/schema")
+    assert page.status_code == 200
+    assert "cdn" not in page.text.lower() and "<script" not in page.text.lower()

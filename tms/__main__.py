@@ -1,0 +1,3 @@
+from tms.cli import main
+
+raise SystemExit(main())

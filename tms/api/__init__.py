@@ -1,0 +1,1 @@
+"""The public /api/v1: thin controllers, one module per resource."""

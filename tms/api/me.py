@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from litestar import Request, get
+
+from tms.api.auth import requires
+from tms.models.me import AiInfo, Me, TenantInfo
+from tms.services import ai_quota
+from tms.services.tokens import ApiPrincipal
+
+
+@get("/me", **requires(None), summary="Who am I: tenant, token scopes and AI status")
+async def get_me(request: Request[ApiPrincipal, str, object]) -> Me:
+    principal = request.user
+    state = request.app.state
+    exhausted = await ai_quota.quota_exhausted(state.db, state.config, principal.tenant_id)
+    return Me(
+        tenant=TenantInfo(id=principal.tenant_id, name=principal.tenant_name, status=principal.tenant_status),
+        scopes=sorted(principal.scopes),
+        ai=AiInfo(
+            provider=state.config.get("ai.provider"),
+            model=state.config.get("ai.model"),
+            quota_exhausted=exhausted,
+        ),
+    )

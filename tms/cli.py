@@ -1,0 +1,168 @@
+"""tms: serve | admin | ingest. The only entry point.
+
+Admin commands open the SQLite file directly (WAL + busy timeout + BEGIN IMMEDIATE), so they are
+safe while ``tms serve`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import secrets
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tms.config import Config, ConfigError, find_config_file, load_config
+
+EXIT_USAGE = 2
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tms", description="Self-hosted test management service.")
+    parser.add_argument("--config", metavar="FILE", help="config file (default: $TMS_CONFIG, else ./tms.toml)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the service: API, web UI, webhook dispatcher, daily sweep")
+    serve.add_argument("--host", help="address to listen on (overrides server.host)")
+    serve.add_argument("--port", type=int, help="port to listen on (overrides server.port)")
+
+    admin = commands.add_parser("admin", help="administer tenants, users and tokens on the database")
+    admin_commands = admin.add_subparsers(dest="admin_command", required=True, metavar="ADMIN_COMMAND")
+    tenant = admin_commands.add_parser("create-tenant", help="create a tenant; prints its id on the last line")
+    tenant.add_argument("--name", required=True)
+    user = admin_commands.add_parser("create-user", help="create a web user of a tenant")
+    user.add_argument("--tenant", required=True, metavar="ID")
+    user.add_argument("--email", required=True)
+    password = user.add_mutually_exclusive_group(required=True)
+    password.add_argument("--password")
+    password.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    token = admin_commands.add_parser("create-token", help="create an API token; prints it on the last line")
+    token.add_argument("--tenant", required=True, metavar="ID")
+    token.add_argument("--name", required=True)
+    token.add_argument("--scopes", required=True, help="comma separated: read,write")
+
+    from tms.reporter.cli import add_ingest_arguments
+
+    ingest = commands.add_parser("ingest", help="parse JUnit XML / Cucumber JSON reports and post one ingest")
+    add_ingest_arguments(ingest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "ingest":
+        # the reporter is a client: it needs no server config and imports nothing of the server
+        from tms.reporter.cli import run_ingest
+
+        return run_ingest(args)
+    try:
+        config = load_config(find_config_file(args.config))
+    except ConfigError as exc:
+        print(f"tms: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "serve":
+        return _serve(config, args)
+    return _admin(config, args)
+
+
+def _serve(config: Config, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tms.app import create_app
+
+    try:
+        if args.host:
+            config = config.with_overrides(server__host=args.host)
+        if args.port is not None:
+            config = config.with_overrides(server__port=args.port)
+    except ConfigError as exc:
+        print(f"tms: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    config = config.with_derived_base_url()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_token = _first_run_token(config)
+    app = create_app(config, setup_token=setup_token)
+    host, port = config.get("server.host"), config.get("server.port")
+    print(f"tms: data in {config.data_dir.resolve()}, listening on http://{host}:{port} "
+          f"(config: {config.source})", flush=True)
+    if setup_token:
+        print(f"tms: first run: no user yet. Open {config.base_url}/setup?token={setup_token} "
+              "to create your team and admin account (link valid until a user exists).", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
+                timeout_graceful_shutdown=10)
+    return 0
+
+
+def _first_run_token(config: Config) -> str | None:
+    """A one-time setup token when the database has no user yet (checked before the app starts)."""
+    import sqlite3
+
+    if not config.db_path.exists():
+        return secrets.token_urlsafe(24)
+    conn = sqlite3.connect(config.db_path)
+    try:
+        has_user = conn.execute("SELECT EXISTS (SELECT 1 FROM users)").fetchone()[0]
+    except sqlite3.OperationalError:  # tables not created yet
+        has_user = 0
+    finally:
+        conn.close()
+    return None if has_user else secrets.token_urlsafe(24)
+
+
+def _admin(config: Config, args: argparse.Namespace) -> int:
+    from tms.services.errors import DomainError
+
+    try:
+        if args.admin_command == "create-tenant":
+            print(_run_with_db(config, lambda db: _create_tenant(db, args.name)))
+        elif args.admin_command == "create-user":
+            password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else args.password
+            print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password)))
+        elif args.admin_command == "create-token":
+            print(_run_with_db(config, lambda db: _create_token(db, args.tenant, args.name, args.scopes)))
+    except DomainError as exc:
+        print(f"tms: {exc.detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_with_db(config: Config, action: Callable[[Any], Awaitable[str]]) -> str:
+    from tms.db import Database
+
+    async def run() -> str:
+        db = Database(config.db_path, readers=1)
+        await db.open()
+        try:
+            return await action(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(run())
+
+
+async def _create_tenant(db: Any, name: str) -> str:
+    from tms.services import accounts
+
+    return await accounts.create_tenant(db, name)
+
+
+async def _create_user(db: Any, tenant_id: str, email: str, password: str) -> str:
+    from tms.services import accounts
+
+    user_id = await accounts.create_user(db, tenant_id, email, password)
+    return f"created user {email} ({user_id})"
+
+
+async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:
+    from tms.services import tokens
+
+    new = await tokens.create_token(db, tenant_id, name, scopes)
+    print(f"token {new.name} ({', '.join(new.scopes)}); shown once, store it now:")
+    return new.token
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,247 @@
+"""Settings: one table of every option, read from tms.toml and then from TMS_<SECTION>_<KEY> env vars.
+
+The table drives loading, validation, the sample `tms.toml` and a test that keeps the docs honest.
+A bad value stops start-up with one line naming the key (``ConfigError``), so a typo never runs
+silently with a default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A configuration problem, reported as one line naming the offending key."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    section: str
+    key: str
+    default: Any
+    help: str
+    minimum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}.{self.key}"
+
+    @property
+    def env_name(self) -> str:
+        return f"TMS_{self.section.upper()}_{self.key.upper()}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("server", "host", "127.0.0.1", "Address to listen on."),
+    Setting("server", "port", 8080, "TCP port to listen on.", minimum=0),
+    Setting(
+        "server",
+        "base_url",
+        "http://127.0.0.1:8080",
+        "Public address of the service; an https base_url marks production "
+        "(Secure cookies, HTTPS-only webhooks).",
+    ),
+    Setting("storage", "data_dir", "data", "Directory holding tms.db (SQLite, WAL) and attachments/."),
+    Setting(
+        "attachments",
+        "max_bytes",
+        10_485_760,
+        "Largest accepted attachment file in bytes; the env setting ATTACHMENT_MAX_BYTES overrides it.",
+        minimum=1,
+    ),
+    Setting(
+        "retention",
+        "unlinked_days",
+        30,
+        "Unlinked ingested results (NativeTestResult) older than this many days are swept; 0 = next sweep.",
+        minimum=0,
+    ),
+    Setting("webhooks", "timeout_seconds", 10.0, "Timeout of one delivery attempt, in seconds.", minimum=0.001),
+    Setting(
+        "webhooks",
+        "backoff_seconds",
+        30.0,
+        "Delay before retry n = backoff_seconds * backoff_factor**(n-1), plus up to 10% jitter.",
+        minimum=0,
+    ),
+    Setting("webhooks", "backoff_factor", 4.0, "Growth factor of the retry delay.", minimum=1),
+    Setting("webhooks", "max_retries", 3, "Retries after the first attempt before a delivery fails.", minimum=0),
+    Setting(
+        "webhooks",
+        "allow_private_targets",
+        False,
+        "Allow webhook targets on loopback, private or link-local addresses (refused by default).",
+    ),
+    Setting("ai", "provider", "none", "AI provider: none, or openai (any OpenAI-compatible server).",
+            choices=("none", "openai")),
+    Setting("ai", "model", "", "Model name sent to the AI provider."),
+    Setting("ai", "base_url", "", "Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1."),
+    Setting("ai", "api_key", "", "API key of the AI provider (never shown or logged)."),
+    Setting("ai", "monthly_quota", 100, "Successful AI generations per tenant per calendar month.", minimum=0),
+)
+
+SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
+EXTRA_ENV = {"ATTACHMENT_MAX_BYTES": "attachments.max_bytes"}
+
+
+@dataclass(frozen=True)
+class Config:
+    values: dict[str, Any] = field(default_factory=dict)
+    source: str = "defaults"
+    # names set by the file or the environment (not defaults), e.g. to derive base_url from the port
+    explicit: frozenset[str] = frozenset()
+
+    def get(self, name: str) -> Any:
+        return self.values[name]
+
+    # Typed shortcuts for the keys the code reads most.
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.values["storage.data_dir"])
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "tms.db"
+
+    @property
+    def attachments_dir(self) -> Path:
+        return self.data_dir / "attachments"
+
+    @property
+    def base_url(self) -> str:
+        return str(self.values["server.base_url"]).rstrip("/")
+
+    @property
+    def production(self) -> bool:
+        return self.base_url.startswith("https://")
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        values = dict(self.values)
+        for dotted, raw in overrides.items():
+            name = dotted.replace("__", ".")
+            values[name] = _coerce(SETTINGS_BY_NAME[name], raw, name)
+        return Config(values, self.source, self.explicit | {n.replace("__", ".") for n in overrides})
+
+    def with_derived_base_url(self) -> Config:
+        """Without an explicit base_url, links point at the address the server listens on."""
+        if "server.base_url" in self.explicit:
+            return self
+        host = self.values["server.host"]
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        values = dict(self.values, **{"server.base_url": f"http://{shown}:{self.values['server.port']}"})
+        return Config(values, self.source, self.explicit)
+
+
+def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
+    expected = type(setting.default)
+    value: Any
+    if isinstance(raw, str) and expected is not str:
+        value = _parse_text(raw, expected, origin)
+    else:
+        value = raw
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigError(f"{origin}: expected {expected.__name__}, got {raw!r}")
+    if setting.minimum is not None and value < setting.minimum:
+        raise ConfigError(f"{origin}: must be >= {setting.minimum:g}, got {raw!r}")
+    if setting.choices is not None and value not in setting.choices:
+        raise ConfigError(f"{origin}: must be one of {', '.join(setting.choices)}, got {raw!r}")
+    if setting.name == "server.base_url" and not str(value).startswith(("http://", "https://")):
+        raise ConfigError(f"{origin}: must start with http:// or https://, got {raw!r}")
+    return value
+
+
+def _parse_text(raw: str, expected: type, origin: str) -> Any:
+    text = raw.strip()
+    if expected is bool:
+        lowered = text.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{origin}: expected a boolean, got {raw!r}")
+    try:
+        return expected(text)
+    except ValueError:
+        raise ConfigError(f"{origin}: expected {expected.__name__}, got {raw!r}") from None
+
+
+def find_config_file(explicit: str | None) -> Path | None:
+    """--config FILE, else $TMS_CONFIG, else ./tms.toml when present."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("TMS_CONFIG"):
+        return Path(os.environ["TMS_CONFIG"])
+    local = Path("tms.toml")
+    return local if local.is_file() else None
+
+
+def load_config(path: Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    env = os.environ if environ is None else environ
+    values = {s.name: s.default for s in SETTINGS}
+    explicit: set[str] = set()
+    source = "defaults"
+    if path is not None:
+        from_file = _read_file(path)
+        values.update(from_file)
+        explicit.update(from_file)
+        source = str(path)
+    for setting in SETTINGS:
+        if setting.env_name in env:
+            values[setting.name] = _coerce(setting, env[setting.env_name], setting.env_name)
+            explicit.add(setting.name)
+    for env_name, name in EXTRA_ENV.items():
+        if env_name in env:
+            values[name] = _coerce(SETTINGS_BY_NAME[name], env[env_name], env_name)
+            explicit.add(name)
+    return Config(values, source, frozenset(explicit))
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    values: dict[str, Any] = {}
+    for section, table in document.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{section}: unknown key (settings live in [sections])")
+        for key, raw in table.items():
+            name = f"{section}.{key}"
+            setting = SETTINGS_BY_NAME.get(name)
+            if setting is None:
+                raise ConfigError(f"{name}: unknown key in {path}")
+            values[name] = _coerce(setting, raw, name)
+    return values
+
+
+def sample_toml() -> str:
+    """The commented sample config, generated from the table so it never drifts."""
+    lines: list[str] = []
+    section = None
+    for s in SETTINGS:
+        if s.section != section:
+            section = s.section
+            lines.append("" if lines else "# TMS configuration; every key may also be set as TMS_<SECTION>_<KEY>.")
+            lines.append(f"[{section}]")
+        lines.append(f"# {s.help}")
+        lines.append(f"{s.key} = {_toml_literal(s.default)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,217 @@
+"""SQLite access: one writer connection, a small pool of readers, numbered migrations.
+
+Every write goes through ``Database.transaction()``: it takes the in-process write lock and then
+``BEGIN IMMEDIATE`` on the single write connection, so writers queue in Python instead of racing for
+SQLite's lock, and concurrent requests never see ``database is locked``. Readers use their own
+connections and, thanks to WAL, never wait for the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from tms.ids import now_iso
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+Params = Sequence[Any] | dict[str, Any]
+
+READER_COUNT = 4
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
+    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
+    # busy_timeout first: the other pragmas may already need the lock (another process, the admin CLI).
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = _dict_row
+    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    await conn.execute("PRAGMA journal_mode = WAL")
+    await conn.execute("PRAGMA synchronous = NORMAL")
+    await conn.execute("PRAGMA foreign_keys = ON")
+    await conn.execute("PRAGMA cache_size = -32000")
+    await conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
+
+
+class Transaction:
+    """The write connection inside ``BEGIN IMMEDIATE``; what a store function writes with."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._after_commit: list[Callable[[], None]] = []
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Runs one statement; returns the number of rows it changed."""
+        cursor = await self._conn.execute(sql, params)
+        count = cursor.rowcount
+        await cursor.close()
+        return count
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+        cursor = await self._conn.executemany(sql, rows)
+        count = cursor.rowcount
+        await cursor.close()
+        return count
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(await self._conn.execute_fetchall(sql, params))
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        rows = await self._conn.execute_fetchall(sql, params)
+        return rows[0] if rows else None  # type: ignore[index]
+
+    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetch_one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Runs ``callback`` once the transaction has committed (never on rollback)."""
+        if callback not in self._after_commit:
+            self._after_commit.append(callback)
+
+
+class Database:
+    def __init__(self, path: Path, readers: int = READER_COUNT) -> None:
+        self.path = path
+        self._reader_count = readers
+        self._writer: aiosqlite.Connection | None = None
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._all_readers: list[aiosqlite.Connection] = []
+        self._write_lock = asyncio.Lock()
+        # set after a transaction that wrote outbox events commits; the webhook dispatcher waits on it
+        self.outbox_wakeup = asyncio.Event()
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = await _connect(self.path)
+        await apply_migrations(self._writer)
+        for _ in range(self._reader_count):
+            reader = await _connect(self.path)
+            await reader.execute("PRAGMA query_only = ON")
+            self._all_readers.append(reader)
+            self._readers.put_nowait(reader)
+
+    async def close(self) -> None:
+        for reader in self._all_readers:
+            await reader.close()
+        self._all_readers.clear()
+        if self._writer is not None:
+            with contextlib.suppress(sqlite3.Error):
+                await self._writer.execute("PRAGMA optimize")
+            await self._writer.close()
+            self._writer = None
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        assert self._writer is not None, "database is not open"
+        async with self._write_lock:
+            await self._writer.execute("BEGIN IMMEDIATE")
+            tx = Transaction(self._writer)
+            try:
+                yield tx
+            except BaseException:
+                await self._writer.execute("ROLLBACK")
+                raise
+            await self._writer.execute("COMMIT")
+        for callback in tx._after_commit:
+            callback()
+
+    @contextlib.asynccontextmanager
+    async def _reader(self) -> AsyncIterator[aiosqlite.Connection]:
+        conn = await self._readers.get()
+        try:
+            yield conn
+        finally:
+            self._readers.put_nowait(conn)
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        async with self._reader() as conn:
+            return list(await conn.execute_fetchall(sql, params))
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
+
+    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetch_one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+    async def housekeeping(self) -> None:
+        """Daily: fold the WAL back into the main file and refresh the planner's statistics."""
+        async with self._write_lock:
+            assert self._writer is not None
+            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            await self._writer.execute("PRAGMA optimize")
+
+
+def migration_files() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every ``tms/migrations/NNNN_name.sql``, in order."""
+    found = []
+    for entry in resources.files("tms.migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration numbers: {versions}")
+    return found
+
+
+async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
+    """Applies each pending migration in its own transaction and records it; returns their names."""
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "applied_at TEXT NOT NULL)"
+    )
+    applied_rows = await conn.execute_fetchall("SELECT version FROM schema_migrations")
+    applied = {row["version"] for row in applied_rows}  # type: ignore[call-overload]
+    done = []
+    for version, name, sql in migration_files():
+        if version in applied:
+            continue
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            # executescript would COMMIT on its own; run statement by statement inside our transaction.
+            for statement in _split_sql(sql):
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, now_iso()),
+            )
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+        await conn.execute("COMMIT")
+        log.info("applied migration %s", name)
+        done.append(name)
+    return done
+
+
+def _split_sql(script: str) -> list[str]:
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

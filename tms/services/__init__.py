@@ -1,0 +1,1 @@
+"""Domain rules. Handlers call these; these call the store modules inside one transaction."""

@@ -1,0 +1,145 @@
+"""API tokens: ``svc_<prefix>_<secret>``; the secret is kept only as its SHA-256 digest.
+
+A token is 40 random base62 characters (~238 bits), so a fast digest compared in constant time is
+as safe as a slow hash and cannot be used to exhaust the CPU with bogus tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import string
+from dataclasses import dataclass
+
+from tms.db import Database, Row
+from tms.ids import new_id, now_iso
+from tms.services.errors import InvalidInput, NotFound
+from tms.store import tokens as token_store
+
+SCOPES = ("read", "write")
+PREFIX_LENGTH = 8
+SECRET_LENGTH = 40
+_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
+_SECRET_ALPHABET = string.ascii_letters + string.digits
+TOKEN_PATTERN = re.compile(r"^svc_([a-z0-9]{8})_([A-Za-z0-9]{32,128})$")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPrincipal:
+    """Who presented a valid token: the request's tenant and granted scopes."""
+
+    token_id: str
+    tenant_id: str
+    tenant_name: str
+    tenant_status: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    token: str  # shown once, never stored
+
+
+def parse_scopes(raw: str | list[str]) -> list[str]:
+    items = raw.split(",") if isinstance(raw, str) else raw
+    requested = {item.strip().lower() for item in items if item.strip()}
+    unknown = sorted(requested - set(SCOPES))
+    if unknown:
+        raise InvalidInput(f"unknown scope {unknown[0]!r}; allowed: read, write", field="scopes")
+    if not requested:
+        raise InvalidInput("choose at least one scope: read, write", field="scopes")
+    return [scope for scope in SCOPES if scope in requested]
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+async def create_token(
+    db: Database, tenant_id: str, name: str, scopes: str | list[str], created_by: str | None = None
+) -> NewToken:
+    clean_name = name.strip()
+    if not clean_name:
+        raise InvalidInput("token name must not be empty", field="name")
+    if len(clean_name) > 100:
+        raise InvalidInput("token name is longer than 100 characters", field="name")
+    scope_list = parse_scopes(scopes)
+    token_id = new_id()
+    secret = "".join(secrets.choice(_SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
+    async with db.transaction() as tx:
+        if not await tx.fetch_value("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)):
+            raise NotFound(f"unknown tenant {tenant_id}", field="tenant")
+        # the prefix is public and unique; retry on the (astronomically rare) collision
+        while True:
+            prefix = "".join(secrets.choice(_PREFIX_ALPHABET) for _ in range(PREFIX_LENGTH))
+            if not await tx.fetch_value("SELECT 1 FROM api_tokens WHERE prefix = ?", (prefix,)):
+                break
+        await token_store.insert_token(
+            tx,
+            token_id=token_id,
+            tenant_id=tenant_id,
+            created_by=created_by,
+            name=clean_name,
+            prefix=prefix,
+            secret_sha256=_digest(secret),
+            scopes=",".join(scope_list),
+            created_at=now_iso(),
+        )
+    return NewToken(token_id, clean_name, prefix, scope_list, f"svc_{prefix}_{secret}")
+
+
+class LastUsedTracker:
+    """Remembers when each token was last used and writes it in batches, not once per request."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, str] = {}
+
+    def mark(self, token_id: str) -> None:
+        self._pending[token_id] = now_iso()
+
+    async def flush(self, db: Database) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, {}
+        async with db.transaction() as tx:
+            await token_store.touch_tokens(tx, [(used_at, token_id) for token_id, used_at in batch.items()])
+
+
+async def verify_token(db: Database, presented: str) -> ApiPrincipal | None:
+    """The principal for a valid, unrevoked token of an active tenant; None for anything else."""
+    match = TOKEN_PATTERN.match(presented)
+    if match is None:
+        return None
+    prefix, secret = match.groups()
+    row = await token_store.find_token_by_prefix(db, prefix)
+    if row is None or not hmac.compare_digest(bytes(row["secret_sha256"]), _digest(secret)):
+        return None
+    if row["revoked_at"] is not None or row["tenant_status"] != "ACTIVE":
+        return None
+    return ApiPrincipal(
+        token_id=row["id"],
+        tenant_id=row["tenant_id"],
+        tenant_name=row["tenant_name"],
+        tenant_status=row["tenant_status"],
+        scopes=frozenset(row["scopes"].split(",")),
+    )
+
+
+async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
+    return await token_store.list_tokens(db, tenant_id)
+
+
+async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
+    async with db.transaction() as tx:
+        if not await token_store.revoke_token(tx, tenant_id, token_id, now_iso()):
+            exists = await tx.fetch_value(
+                "SELECT 1 FROM api_tokens WHERE tenant_id = ? AND id = ?", (tenant_id, token_id)
+            )
+            if not exists:
+                raise NotFound("token not found")

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tms.db import Database, Row, Transaction
+
+
+async def insert_token(
+    tx: Transaction,
+    *,
+    token_id: str,
+    tenant_id: str,
+    created_by: str | None,
+    name: str,
+    prefix: str,
+    secret_sha256: bytes,
+    scopes: str,
+    created_at: str,
+) -> None:
+    await tx.execute(
+        "INSERT INTO api_tokens (id, tenant_id, created_by, name, prefix, secret_sha256, scopes, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (token_id, tenant_id, created_by, name, prefix, secret_sha256, scopes, created_at),
+    )
+
+
+async def find_token_by_prefix(db: Database, prefix: str) -> Row | None:
+    """The token with its tenant, for Bearer verification: one indexed lookup per request."""
+    return await db.fetch_one(
+        "SELECT k.id, k.tenant_id, k.secret_sha256, k.scopes, k.revoked_at, "
+        "t.name AS tenant_name, t.status AS tenant_status "
+        "FROM api_tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.prefix = ?",
+        (prefix,),
+    )
+
+
+async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
+    return await db.fetch_all(
+        "SELECT id, name, prefix, scopes, created_at, last_used_at, revoked_at FROM api_tokens "
+        "WHERE tenant_id = ? ORDER BY revoked_at IS NOT NULL, created_at DESC",
+        (tenant_id,),
+    )
+
+
+async def revoke_token(tx: Transaction, tenant_id: str, token_id: str, at: str) -> int:
+    return await tx.execute(
+        "UPDATE api_tokens SET revoked_at = ? WHERE tenant_id = ? AND id = ? AND revoked_at IS NULL",
+        (at, tenant_id, token_id),
+    )
+
+
+async def touch_tokens(tx: Transaction, last_used: Iterable[tuple[str, str]]) -> None:
+    """Writes the batched last-used times: (used_at, token_id) pairs."""
+    await tx.executemany(
+        "UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+        [(used_at, token_id, used_at) for used_at, token_id in last_used],
+    )

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from tms.db import Database, Row, Transaction
+
+
+async def insert_user(
+    tx: Transaction, user_id: str, tenant_id: str, email: str, password_hash: str, created_at: str
+) -> None:
+    await tx.execute(
+        "INSERT INTO users (id, tenant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        (user_id, tenant_id, email, password_hash, created_at),
+    )
+
+
+async def find_user_by_email(db: Database, email: str) -> Row | None:
+    return await db.fetch_one(
+        "SELECT u.id, u.tenant_id, u.email, u.password_hash, t.status AS tenant_status "
+        "FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = ?",
+        (email,),
+    )
+
+
+async def get_user(db: Database, user_id: str) -> Row | None:
+    return await db.fetch_one(
+        "SELECT u.id, u.tenant_id, u.email, t.name AS tenant_name, t.status AS tenant_status "
+        "FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.id = ?",
+        (user_id,),
+    )
+
+
+async def any_user_exists(db: Database) -> bool:
+    return await db.fetch_value("SELECT EXISTS (SELECT 1 FROM users)") == 1
+
+
+async def record_login(tx: Transaction, user_id: str, at: str, new_hash: str | None) -> None:
+    if new_hash is None:
+        await tx.execute("UPDATE users SET last_login_at = ? WHERE id = ?", (at, user_id))
+    else:
+        await tx.execute(
+            "UPDATE users SET last_login_at = ?, password_hash = ? WHERE id = ?", (at, new_hash, user_id)
+        )

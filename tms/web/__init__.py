@@ -1,0 +1,1 @@
+"""The session-authenticated web interface and the internal /api/webhooks API."""

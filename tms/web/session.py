@@ -1,0 +1,95 @@
+"""Who is signed in to the web interface, and the guards that send everyone else to login or setup."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from tms.store import users as user_store
+
+
+@dataclass(frozen=True, slots=True)
+class WebUser:
+    id: str
+    tenant_id: str
+    tenant_name: str
+    email: str
+
+
+class LoginRequired(Exception):
+    """Raised by the page guard; answered with a redirect to /login (or /setup on first run)."""
+
+    def __init__(self, next_path: str) -> None:
+        self.next_path = next_path
+
+
+async def load_user(connection: ASGIConnection) -> WebUser | None:
+    """The signed-in user, cached on the connection; None when the session is absent or stale."""
+    if "tms_user" in connection.scope:
+        return connection.scope["tms_user"]  # type: ignore[typeddict-item,no-any-return]
+    user: WebUser | None = None
+    user_id = connection.session.get("user_id") if "session" in connection.scope else None
+    if user_id:
+        row = await user_store.get_user(connection.app.state.db, user_id)
+        if row is not None and row["tenant_status"] == "ACTIVE":
+            user = WebUser(row["id"], row["tenant_id"], row["tenant_name"], row["email"])
+    connection.scope["tms_user"] = user  # type: ignore[typeddict-unknown-key]
+    return user
+
+
+async def users_exist(connection: ASGIConnection) -> bool:
+    state = connection.app.state
+    if not state.setup_done:
+        state.setup_done = await user_store.any_user_exists(state.db)
+    return bool(state.setup_done)
+
+
+async def page_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """Web pages: signed-in users only; everyone else goes to /login, or to /setup on first run."""
+    if await load_user(connection) is None:
+        target = connection.url.path
+        if connection.url.query:
+            target += "?" + connection.url.query
+        raise LoginRequired(target)
+
+
+async def session_api_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """Internal JSON API (/api/webhooks): a session, never a Bearer token; CSRF on unsafe methods.
+
+    CSRF is checked here rather than by the CSRF middleware so that a request without a session
+    gets its 401 first, as the contract says, instead of a 403 about a missing CSRF token.
+    """
+    if await load_user(connection) is None:
+        raise NotAuthorizedException("Sign in to the web interface; this API takes no Bearer tokens.")
+    if connection.scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
+        header = connection.headers.get("x-csrftoken", "")
+        cookie = connection.cookies.get("csrftoken", "")
+        if not header or not cookie or not hmac.compare_digest(header, cookie):
+            raise PermissionDeniedException("CSRF token missing or incorrect; send the csrftoken cookie's value "
+                                            "in the x-csrftoken header.")
+
+
+def web_user(request: Request[Any, Any, Any]) -> WebUser:
+    """The user a guarded handler runs for (the guard has already loaded it)."""
+    user = request.scope.get("tms_user")
+    if user is None:
+        raise NotAuthorizedException()
+    return user  # type: ignore[no-any-return]
+
+
+def login_redirect_target(next_path: str) -> str:
+    return "/login?next=" + quote(next_path, safe="/")
+
+
+def safe_next(next_path: str | None) -> str:
+    """Only same-site relative paths: an open redirect after login would be a phishing aid."""
+    if not next_path or not next_path.startswith("/") or next_path.startswith("//") or "\\" in next_path:
+        return "/"
+    return next_path
