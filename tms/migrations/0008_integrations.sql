@@ -16,11 +16,13 @@ CREATE TABLE integrations (
 );
 CREATE INDEX integrations_tenant ON integrations (tenant_id, created_at);
 
--- One row per verified tracker delivery: the primary key makes a redelivery a no-op, and the
--- outcome column lets Settings show whether the tracker is really connected.
+-- One row per verified tracker delivery. A redelivery repeats the tracker's delivery id (GitHub,
+-- GitLab) and the exact body (all of them, Jira included, which sends no stable id everywhere):
+-- either unique key makes it a no-op. The outcome lets Settings show that the tracker is connected.
 CREATE TABLE integration_deliveries (
     integration_id TEXT NOT NULL REFERENCES integrations (id) ON DELETE CASCADE,
-    delivery_key   TEXT NOT NULL,          -- X-GitHub-Delivery, X-Gitlab-Event-UUID or sha256 of the body
+    delivery_key   TEXT NOT NULL,          -- X-GitHub-Delivery, X-Gitlab-Event-UUID, else the body's sha256
+    payload_sha256 TEXT NOT NULL,
     tenant_id      TEXT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     event          TEXT NOT NULL,          -- the tracker's event name as received
     outcome        TEXT NOT NULL,          -- resolved | ignored | ping
@@ -30,6 +32,7 @@ CREATE TABLE integration_deliveries (
     received_at    TEXT NOT NULL,
     PRIMARY KEY (integration_id, delivery_key)
 );
+CREATE UNIQUE INDEX integration_deliveries_payload ON integration_deliveries (integration_id, payload_sha256);
 CREATE INDEX integration_deliveries_recent ON integration_deliveries (integration_id, received_at);
 
 ALTER TABLE test_cases ADD COLUMN needs_retest INTEGER NOT NULL DEFAULT 0 CHECK (needs_retest IN (0, 1));
