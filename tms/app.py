@@ -37,7 +37,9 @@ from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import auth as web_auth
 from tms.web import home as web_home
-from tms.web.session import LoginRequired, login_redirect_target, users_exist
+from tms.web import projects as web_projects
+from tms.web import tokens as web_tokens
+from tms.web.session import LoginRequired
 from tms.web.throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
@@ -52,10 +54,8 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-async def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
-    if not await users_exist(request):
-        return Redirect("/setup")
-    return Redirect(login_redirect_target(exc.next_path))
+def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
+    return Redirect(exc.location)
 
 
 def _api_router() -> Router:
@@ -76,6 +76,8 @@ def _web_routers() -> list[Any]:
         web_auth.setup_page,
         web_auth.setup,
         web_home.router(),
+        web_projects.router(),
+        web_tokens.router(),
     ]
 
 

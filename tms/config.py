@@ -137,13 +137,11 @@ class Config:
         return Config(values, self.source, self.explicit)
 
 
-def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
+def _coerce(setting: Setting, raw: Any, origin: str, *, from_text: bool = True) -> Any:
+    """Checks (and, for environment text, parses) one value; TOML values must already have the type."""
     expected = type(setting.default)
-    value: Any
-    if isinstance(raw, str) and expected is not str:
-        value = _parse_text(raw, expected, origin)
-    else:
-        value = raw
+    parse = from_text and isinstance(raw, str) and expected is not str
+    value: Any = _parse_text(raw, expected, origin) if parse else raw
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
@@ -219,7 +217,7 @@ def _read_file(path: Path) -> dict[str, Any]:
             setting = SETTINGS_BY_NAME.get(name)
             if setting is None:
                 raise ConfigError(f"{name}: unknown key in {path}")
-            values[name] = _coerce(setting, raw, name)
+            values[name] = _coerce(setting, raw, name, from_text=False)
     return values
 
 
@@ -230,10 +228,13 @@ def sample_toml() -> str:
     for s in SETTINGS:
         if s.section != section:
             section = s.section
-            lines.append("" if lines else "# TMS configuration; every key may also be set as TMS_<SECTION>_<KEY>.")
+            if not lines:
+                lines.append("# TMS configuration. Every key shows its default; uncomment to change it.")
+                lines.append("# Each key may also come from the environment as TMS_<SECTION>_<KEY>.")
+            lines.append("")
             lines.append(f"[{section}]")
         lines.append(f"# {s.help}")
-        lines.append(f"{s.key} = {_toml_literal(s.default)}")
+        lines.append(f"# {s.key} = {_toml_literal(s.default)}")
     return "\n".join(lines) + "\n"
 
 

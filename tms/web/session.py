@@ -24,10 +24,10 @@ class WebUser:
 
 
 class LoginRequired(Exception):
-    """Raised by the page guard; answered with a redirect to /login (or /setup on first run)."""
+    """Raised by the page guard; answered with a redirect to ``location`` (/login or /setup)."""
 
-    def __init__(self, next_path: str) -> None:
-        self.next_path = next_path
+    def __init__(self, location: str) -> None:
+        self.location = location
 
 
 async def load_user(connection: ASGIConnection) -> WebUser | None:
@@ -54,10 +54,12 @@ async def users_exist(connection: ASGIConnection) -> bool:
 async def page_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """Web pages: signed-in users only; everyone else goes to /login, or to /setup on first run."""
     if await load_user(connection) is None:
+        if not await users_exist(connection):
+            raise LoginRequired("/setup")
         target = connection.url.path
         if connection.url.query:
             target += "?" + connection.url.query
-        raise LoginRequired(target)
+        raise LoginRequired(login_redirect_target(target))
 
 
 async def session_api_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:

@@ -1,0 +1,105 @@
+"""Sign-in, sign-out, CSRF, throttling and first-run setup over HTTP, as a browser would do them."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import Tenant
+
+
+def _login(client: httpx.Client, email: str, password: str, **extra: str) -> httpx.Response:
+    client.get("/login")
+    return client.post(
+        "/login",
+        data={"email": email, "password": password, "_csrf_token": client.cookies.get("csrftoken", ""), **extra},
+    )
+
+
+def test_login_sets_a_safe_session_cookie_and_logout_ends_it(tenant: Tenant) -> None:
+    client = httpx.Client(base_url=tenant.server.url)
+    assert client.get("/").status_code == 302
+    response = _login(client, tenant.email, tenant.password)
+    assert response.status_code == 303 and response.headers["location"] == "/"
+    cookie = next(h for h in response.headers.get_list("set-cookie") if h.startswith("tms_session="))
+    assert "httponly" in cookie.lower() and "samesite=lax" in cookie.lower()
+    home = client.get("/")
+    assert home.status_code == 200 and tenant.email in home.text
+    out = client.post("/logout", data={"_csrf_token": client.cookies["csrftoken"]})
+    assert out.status_code == 303
+    assert client.get("/").status_code == 302
+
+
+def test_wrong_password_and_unknown_email_look_the_same(tenant: Tenant) -> None:
+    wrong = _login(httpx.Client(base_url=tenant.server.url), tenant.email, "nope-nope")
+    unknown = _login(httpx.Client(base_url=tenant.server.url), "ghost@example.com", "nope-nope")
+    assert wrong.status_code == unknown.status_code == 400
+    assert "Wrong email or password" in wrong.text and "Wrong email or password" in unknown.text
+    assert "user_id" not in wrong.text
+
+
+def test_login_without_csrf_token_is_refused(tenant: Tenant) -> None:
+    client = httpx.Client(base_url=tenant.server.url)
+    client.get("/login")
+    response = client.post("/login", data={"email": tenant.email, "password": tenant.password})
+    assert response.status_code == 403
+    assert client.get("/").status_code == 302
+
+
+def test_repeated_failures_are_throttled_with_retry_after(tenant: Tenant) -> None:
+    client = httpx.Client(base_url=tenant.server.url)
+    statuses = [_login(client, tenant.email, "wrong-guess").status_code for _ in range(5)]
+    assert statuses == [400] * 5
+    blocked = _login(client, tenant.email, tenant.password)
+    assert blocked.status_code == 429
+    assert int(blocked.headers["retry-after"]) > 0
+
+
+def test_next_parameter_only_redirects_within_the_site(tenant: Tenant) -> None:
+    client = httpx.Client(base_url=tenant.server.url)
+    response = _login(client, tenant.email, tenant.password, next="//evil.example/phish")
+    assert response.headers["location"] == "/"
+    client2 = httpx.Client(base_url=tenant.server.url)
+    response = _login(client2, tenant.email, tenant.password, next="/projects")
+    assert response.headers["location"] == "/projects"
+
+
+def test_session_survives_a_server_restart(start_server) -> None:
+    from tests.conftest import make_tenant_on
+
+    server = start_server()
+    tenant = make_tenant_on(server)
+    client = tenant.web()
+    assert client.get("/").status_code == 200
+    server.stop()
+    server.start()
+    assert client.get("/").status_code == 200
+
+
+def test_first_run_setup_creates_tenant_and_admin(start_server) -> None:
+    server = start_server()
+    client = httpx.Client(base_url=server.url)
+    assert client.get("/").headers["location"] == "/setup"
+    assert client.get("/login").headers["location"] == "/setup"
+    token = server.setup_token()
+    assert token, server.log()
+    page = client.get("/setup")
+    assert "setup link" in page.text  # without the token: explains where to find it
+    csrf = client.cookies["csrftoken"]
+    refused = client.post("/setup", data={"token": "wrong", "tenant_name": "QA", "email": "a@b.co",
+                                          "password": "longenough", "_csrf_token": csrf})
+    assert refused.status_code == 403
+    invalid = client.post("/setup", data={"token": token, "tenant_name": "QA", "email": "a@b.co",
+                                          "password": "short", "_csrf_token": csrf})
+    assert invalid.status_code == 400 and "at least 8" in invalid.text and 'value="a@b.co"' in invalid.text
+    done = client.post("/setup", data={"token": token, "tenant_name": "QA Team", "email": "lead@qa.test",
+                                       "password": "longenough", "_csrf_token": csrf})
+    assert done.status_code == 303 and done.headers["location"] == "/"
+    assert "QA Team" in client.get("/").text
+    # setup is over: the link no longer works and the API answers as usual
+    assert client.get(f"/setup?token={token}").headers["location"] == "/login"
+    assert httpx.get(f"{server.url}/api/v1/me").status_code == 401
+
+
+def test_api_answers_as_usual_before_setup(start_server) -> None:
+    server = start_server()
+    assert httpx.get(f"{server.url}/api/v1/projects").status_code == 401
