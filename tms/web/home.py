@@ -1,18 +1,17 @@
-"""The signed-in home page."""
+"""The signed-in home page: the dashboard of the active project."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Request, Router, get
+from litestar import Router, get
 from litestar.response import Template
 
+from tms.web.common import AnyRequest, render
 from tms.web.session import page_guard
 
 
 @get("/", include_in_schema=False)
-async def home(request: Request[Any, Any, Any]) -> Template:
-    return Template("home.html", context={"active_nav": "dashboard"})
+async def home(request: AnyRequest) -> Template:
+    return render(request, "home.html", active_nav="dashboard")
 
 
 def router() -> Router:

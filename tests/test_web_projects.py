@@ -1,0 +1,87 @@
+"""Web interface: layout, projects (list, create, mark active), CSRF, tenant isolation, error pages."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import Tenant
+from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow, input_value, text_of
+
+
+def test_pages_need_a_session(tenant: Tenant) -> None:
+    anon = httpx.Client(base_url=tenant.server.url)
+    for path in ("/", "/projects", "/settings/tokens"):
+        response = anon.get(path)
+        assert response.status_code in (302, 303, 307), path
+        assert response.headers["location"].startswith("/login")
+
+
+def test_layout_shows_nav_and_user_in_child_pages(tenant: Tenant) -> None:
+    web = tenant.web()
+    page = web.get("/projects", headers=HTML)
+    assert page.status_code == 200
+    text = text_of(page.text)
+    for item in ("Dashboard", "Projects", "Test cases", "Runs", "Settings"):
+        assert item in text
+    assert "AI" not in text.split()
+    assert tenant.email in page.text
+    assert 'aria-current="page">Projects' in page.text.replace('href="/projects" ', "")
+    assert every_post_form_has_csrf(page.text)
+
+
+def test_create_project_prg_and_list(tenant: Tenant) -> None:
+    web = tenant.web()
+    response = web.post("/projects", data={"name": "Checkout", "description": "Shop", "environments": "staging, prod"})
+    page = follow(web, response)
+    assert "Project “Checkout” created." in flashes(page.text)[0]
+    assert "Checkout" in page.text and "staging" in page.text and "prod" in page.text
+    api_projects = tenant.api.get("/api/v1/projects").json()["data"]
+    assert [(p["name"], p["environments"], p["active"]) for p in api_projects] == [
+        ("Checkout", ["staging", "prod"], False)
+    ]
+
+
+def test_create_project_validation_keeps_input(tenant: Tenant) -> None:
+    web = tenant.web()
+    response = web.post("/projects", data={"name": "  ", "description": "kept text"})
+    assert response.status_code == 400
+    assert field_error(response.text, "name")
+    assert input_value(response.text, "description") == "kept text"
+    too_long = web.post("/projects", data={"name": "x" * 201})
+    assert too_long.status_code == 400 and "200" in (field_error(too_long.text, "name") or "")
+    assert tenant.api.get("/api/v1/projects").json()["data"] == []
+
+
+def test_mark_active_switches_exactly_one(tenant: Tenant) -> None:
+    web = tenant.web()
+    first = tenant.create_project("One")
+    second = tenant.create_project("Two")
+    follow(web, web.post(f"/projects/{first['id']}/activate"))
+    page = follow(web, web.post(f"/projects/{second['id']}/activate"))
+    assert "“Two” is now the active project." in page.text
+    active = {p["name"]: p["active"] for p in tenant.api.get("/api/v1/projects").json()["data"]}
+    assert active == {"One": False, "Two": True}
+
+
+def test_other_tenants_project_is_404(tenant: Tenant, other_tenant: Tenant) -> None:
+    theirs = other_tenant.create_project("Theirs")
+    web = tenant.web()
+    response = web.post(f"/projects/{theirs['id']}/activate", headers=HTML)
+    assert response.status_code == 404
+    assert "404" in response.text and "Not Found" in response.text
+    assert other_tenant.api.get("/api/v1/projects").json()["data"][0]["active"] is False
+
+
+def test_post_without_csrf_is_rejected(tenant: Tenant) -> None:
+    web = tenant.web()
+    del web.headers["x-csrftoken"]
+    response = web.post("/projects", data={"name": "Sneaky"})
+    assert response.status_code == 403
+    assert tenant.api.get("/api/v1/projects").json()["data"] == []
+
+
+def test_unknown_page_is_a_designed_404(tenant: Tenant) -> None:
+    web = tenant.web()
+    response = web.get("/no/such/page", headers=HTML)
+    assert response.status_code == 404
+    assert "<html" in response.text and "/static/app.css" in response.text
