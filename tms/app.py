@@ -25,6 +25,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from tms import __version__
+from tms.api import attachments as attachments_api
 from tms.api import me as me_api
 from tms.api import projects as projects_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
@@ -32,6 +33,7 @@ from tms.api.reference import ApiReferencePlugin
 from tms.config import Config
 from tms.db import Database
 from tms.problems import EXCEPTION_HANDLERS
+from tms.services import attachments as attachment_service
 from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
@@ -61,7 +63,13 @@ def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redi
 def _api_router() -> Router:
     return Router(
         path="/api/v1",
-        route_handlers=[me_api.get_me, projects_api.list_projects, projects_api.create_project],
+        route_handlers=[
+            me_api.get_me,
+            projects_api.list_projects,
+            projects_api.create_project,
+            attachments_api.upload_attachments,
+            attachments_api.download_attachment,
+        ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
         tags=["api"],
@@ -104,6 +112,13 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         tasks = [
             asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
             asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
+            asyncio.create_task(
+                _every(
+                    24 * 3600,
+                    lambda: attachment_service.sweep_orphans(db, config.attachments_dir),
+                    "attachment orphan sweep",
+                )
+            ),
         ]
         try:
             yield

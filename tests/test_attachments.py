@@ -1,0 +1,409 @@
+"""Attachments over HTTP: upload (typed by content, size-limited, nothing kept on refusal), download
+headers, tenant isolation, scopes, file-name sanitising and the orphan sweep."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import sqlite3
+import struct
+import time
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on, run_admin
+
+# ---------------------------------------------------------------- minimal real files of each type
+
+
+def _png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+JPG = (
+    b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    b"\xff\xdb\x00\x43\x00" + bytes(range(1, 65)) + b"\xff\xd9"
+)
+GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"  # noqa: E501
+WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"
+SVG = b'<?xml version="1.0"?>\n<!-- a dot -->\n<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><rect width="1" height="1"/></svg>'  # noqa: E501
+PDF = (
+    b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+    b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
+TXT = "Test log: ✓ passed\n".encode()
+JSON = b'{"suite": "checkout", "passed": 3, "cases": [1, 2, 3]}'
+MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + b"\x00\x00\x00\x08free" + b"\x00\x00\x00\x10mdat" + bytes(8)
+WEBM = (
+    b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08"
+    b"\x42\x82\x84webm\x42\x87\x81\x04\x42\x85\x81\x02" + b"\x18\x53\x80\x67\x01\x00\x00\x00\x00\x00\x00\x00"
+)
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("report/index.txt", "hello")
+    return buffer.getvalue()
+
+
+PNG = _png()
+ZIP = _zip()
+
+VALID = [
+    ("shot.png", PNG, "image/png"),
+    ("photo.jpg", JPG, "image/jpeg"),
+    ("photo.JPEG", JPG, "image/jpeg"),
+    ("anim.gif", GIF, "image/gif"),
+    ("pic.webp", WEBP, "image/webp"),
+    ("diagram.svg", SVG, "image/svg+xml"),
+    ("report.pdf", PDF, "application/pdf"),
+    ("output.txt", TXT, "text/plain"),
+    ("data.json", JSON, "application/json"),
+    ("bundle.zip", ZIP, "application/zip"),
+    ("video.mp4", MP4, "video/mp4"),
+    ("video.webm", WEBM, "video/webm"),
+]
+
+# ---------------------------------------------------------------- helpers
+
+
+def add_result(tenant: Tenant, *, unlinked: bool = False) -> str:
+    """A result of the tenant, written straight into the database (the results API is not ours)."""
+    project = tenant.create_project()
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    run_id = f"crun{time.time_ns()}"
+    result_id = f"cres{time.time_ns()}"
+    with sqlite3.connect(tenant.server.db_path, timeout=10) as conn:
+        conn.execute(
+            "INSERT INTO test_runs (id, tenant_id, project_id, name, status, created_at, updated_at) "
+            "VALUES (?, ?, ?, 'run', 'IN_PROGRESS', ?, ?)",
+            (run_id, tenant.id, project["id"], now, now),
+        )
+        if unlinked:
+            conn.execute(
+                "INSERT INTO native_test_results (id, tenant_id, project_id, run_id, title, status, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, 'a test', 'FAILED', ?, ?)",
+                (result_id, tenant.id, project["id"], run_id, now, now),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, status, "
+                "created_at, updated_at) VALUES (?, ?, ?, 'ccase', 'TC-1', 'FAILED', ?, ?)",
+                (result_id, tenant.id, run_id, now, now),
+            )
+    conn.close()
+    return result_id
+
+
+def upload(client: httpx.Client, result_id: str, *files: tuple[str, bytes, str]) -> httpx.Response:
+    return client.post(
+        f"/api/v1/results/{result_id}/attachments",
+        files=[("file", (name, content, ctype)) for name, content, ctype in files],
+    )
+
+
+def attachments_dir(server: ServerProcess) -> Path:
+    return server.data_dir / "attachments"
+
+
+def stored_rows(server: ServerProcess, tenant_id: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(server.db_path, timeout=10) as conn:
+        rows = conn.execute(
+            "SELECT file_name, mime_type, size, storage_name FROM attachments WHERE tenant_id = ?", (tenant_id,)
+        ).fetchall()
+    conn.close()
+    return rows
+
+
+# ---------------------------------------------------------------- upload and download
+
+
+@pytest.mark.parametrize(("name", "content", "mime"), VALID, ids=[v[0] for v in VALID])
+def test_each_allowed_type_round_trips(tenant: Tenant, name: str, content: bytes, mime: str) -> None:
+    result_id = add_result(tenant)
+    # the client's Content-Type is ignored: the stored type is the detected one
+    response = upload(tenant.api, result_id, (name, content, "application/octet-stream"))
+    assert response.status_code == 201, response.text
+    [attachment] = response.json()["data"]
+    assert set(attachment) == {"id", "fileName", "mimeType", "size", "createdAt"}
+    assert attachment["fileName"] == name
+    assert attachment["mimeType"] == mime
+    assert attachment["size"] == len(content)
+    assert attachment["createdAt"].endswith("Z")
+
+    download = tenant.client("read").get(f"/api/v1/attachments/{attachment['id']}")
+    assert download.status_code == 200
+    assert download.content == content
+    assert download.headers["content-type"].split(";")[0] == mime
+    assert download.headers["x-content-type-options"] == "nosniff"
+    disposition = download.headers["content-disposition"]
+    inline = (mime.startswith("image/") and mime != "image/svg+xml") or mime in ("application/pdf", "text/plain")
+    assert disposition.startswith("inline;" if inline else "attachment;")
+    assert f"filename*=UTF-8''{name}" in disposition
+    if mime == "image/svg+xml":
+        csp = download.headers["content-security-policy"]
+        assert csp.startswith("sandbox") and "default-src 'none'" in csp
+    else:
+        assert "content-security-policy" not in download.headers
+
+
+def test_several_files_in_one_request(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    response = upload(tenant.api, result_id, ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain"),
+                      ("c.json", JSON, "application/json"))
+    assert response.status_code == 201, response.text
+    data = response.json()["data"]
+    assert [a["fileName"] for a in data] == ["a.png", "b.txt", "c.json"]
+    assert len({a["id"] for a in data}) == 3
+    for attachment, content in zip(data, [PNG, TXT, JSON], strict=True):
+        assert tenant.api.get(f"/api/v1/attachments/{attachment['id']}").content == content
+
+
+def test_unlinked_result_takes_attachments(tenant: Tenant) -> None:
+    result_id = add_result(tenant, unlinked=True)
+    response = upload(tenant.api, result_id, ("trace.zip", ZIP, "application/zip"))
+    assert response.status_code == 201, response.text
+
+
+def test_other_form_fields_are_ignored(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    response = tenant.api.post(
+        f"/api/v1/results/{result_id}/attachments",
+        data={"comment": "ignored"},
+        files=[("file", ("a.png", PNG, "image/png"))],
+    )
+    assert response.status_code == 201, response.text
+    assert len(response.json()["data"]) == 1
+
+
+def test_files_are_stored_under_random_names(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    response = upload(tenant.api, result_id, ("../../etc/passwd.png", PNG, "image/png"))
+    assert response.status_code == 201, response.text
+    assert response.json()["data"][0]["fileName"] == "passwd.png"
+    [(file_name, _, size, storage_name)] = stored_rows(tenant.server, tenant.id)
+    assert file_name == "passwd.png" and size == len(PNG)
+    assert "passwd" not in storage_name and "/" not in storage_name
+    assert (attachments_dir(tenant.server) / storage_name).read_bytes() == PNG
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("..\\..\\windows\\win.ini.txt", "win.ini.txt"),
+        ("/abs/path/log.txt", "log.txt"),
+        ("..txt.txt", "txt.txt"),
+        ("evil\u202egnp.txt", "evilgnp.txt"),  # right-to-left override removed
+        ("résumé ✓.txt", "résumé ✓.txt"),
+        ("x" * 300 + ".txt", "x" * 196 + ".txt"),
+    ],
+)
+def test_file_names_are_sanitised(tenant: Tenant, raw: str, stored: str) -> None:
+    result_id = add_result(tenant)
+    response = upload(tenant.api, result_id, (raw, TXT, "text/plain"))
+    assert response.status_code == 201, response.text
+    attachment = response.json()["data"][0]
+    assert attachment["fileName"] == stored
+    disposition = tenant.api.get(f"/api/v1/attachments/{attachment['id']}").headers["content-disposition"]
+    assert "\n" not in disposition and "\t" not in disposition
+    assert disposition.isascii()
+
+
+def test_control_characters_are_removed_from_names(tenant: Tenant) -> None:
+    # httpx percent-encodes control characters in names, so write the part header by hand
+    result_id = add_result(tenant)
+    body = (
+        b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="tab\there\x07\x1b[31m.txt"\r\n'
+        b"Content-Type: text/plain\r\n\r\n" + TXT + b"\r\n--b0undary--\r\n"
+    )
+    response = tenant.api.post(
+        f"/api/v1/results/{result_id}/attachments",
+        content=body,
+        headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["data"][0]["fileName"] == "tabhere[31m.txt"
+
+
+# ---------------------------------------------------------------- refusals
+
+
+HTML = b"<!DOCTYPE html><html><body><script>alert(document.cookie)</script></body></html>"
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(120)
+EXE = b"MZ\x90\x00\x03\x00\x00\x00" + bytes(120)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("shot.png", HTML),  # the classic: a page dressed as an image
+        ("shot.png", JPG),  # real image, wrong name
+        ("photo.jpg", PNG),
+        ("tool.exe", EXE),
+        ("tool.png", EXE),
+        ("a.out", ELF),
+        ("binary.txt", ELF),
+        ("page.html", HTML),
+        ("noextension", PNG),
+        ("data.json", b'{"unterminated": '),
+        ("data.json", b"not json at all"),
+        ("drawing.svg", HTML),
+        ("drawing.svg", b"<?xml version='1.0'?><html><svg/></html>"),
+        ("notes.txt", "caf\xe9".encode("latin-1")),  # not UTF-8
+        ("notes.txt", b"text\x00with nul"),
+        ("notes.txt", PNG),
+        ("video.webm", MP4),
+        ("empty.png", b""),
+    ],
+)
+def test_disallowed_content_is_415_and_nothing_kept(tenant: Tenant, name: str, content: bytes) -> None:
+    result_id = add_result(tenant)
+    before = set(os.listdir(attachments_dir(tenant.server)))
+    response = upload(tenant.api, result_id, (name, content, "image/png"))
+    assert_problem(response, 415)
+    assert stored_rows(tenant.server, tenant.id) == []
+    assert set(os.listdir(attachments_dir(tenant.server))) <= before
+
+
+def test_one_bad_file_refuses_the_whole_request(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    before = set(os.listdir(attachments_dir(tenant.server)))
+    response = upload(tenant.api, result_id, ("good.png", PNG, "image/png"), ("bad.png", HTML, "image/png"))
+    assert_problem(response, 415)
+    assert stored_rows(tenant.server, tenant.id) == []
+    assert set(os.listdir(attachments_dir(tenant.server))) <= before
+
+
+def test_missing_file_part_is_400(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    response = tenant.api.post(
+        f"/api/v1/results/{result_id}/attachments", data={"note": "no file"}, files={"other": ("a.png", PNG)}
+    )
+    assert_problem(response, 400)
+    assert stored_rows(tenant.server, tenant.id) == []
+
+
+def test_file_part_without_filename_is_400(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    response = tenant.api.post(f"/api/v1/results/{result_id}/attachments", data={"file": "plain text"},
+                               files={"x": ("a.png", PNG)})
+    assert_problem(response, 400)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "status"),
+    [
+        ("application/json", b'{"file": "x"}', 415),
+        ("text/plain", b"hello", 415),
+        ("multipart/form-data", b"--x\r\n", 400),  # no boundary
+        ("multipart/form-data; boundary=abc", b"--abc\r\nContent-Disposition: form-data; name=\"file\"", 400),
+        ("multipart/form-data; boundary=abc", b"", 400),
+    ],
+)
+def test_bad_bodies(tenant: Tenant, content_type: str, body: bytes, status: int) -> None:
+    result_id = add_result(tenant)
+    response = tenant.api.post(
+        f"/api/v1/results/{result_id}/attachments", content=body, headers={"Content-Type": content_type}
+    )
+    assert_problem(response, status)
+    assert stored_rows(tenant.server, tenant.id) == []
+
+
+def test_unknown_result_is_404(tenant: Tenant) -> None:
+    assert_problem(upload(tenant.api, "cnosuchresult", ("a.png", PNG, "image/png")), 404)
+    assert_problem(tenant.api.get("/api/v1/attachments/cnosuchattachment"), 404)
+
+
+def test_other_tenants_results_and_attachments_are_404(tenant: Tenant, other_tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    assert_problem(upload(other_tenant.api, result_id, ("a.png", PNG, "image/png")), 404)
+    created = upload(tenant.api, result_id, ("a.png", PNG, "image/png")).json()["data"][0]
+    assert_problem(other_tenant.api.get(f"/api/v1/attachments/{created['id']}"), 404)
+    assert stored_rows(tenant.server, other_tenant.id) == []
+
+
+def test_scopes(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    assert_problem(upload(tenant.client("read"), result_id, ("a.png", PNG, "image/png")), 403)
+    assert stored_rows(tenant.server, tenant.id) == []
+    unauthenticated = httpx.post(
+        f"{tenant.server.url}/api/v1/results/{result_id}/attachments", files={"file": ("a.png", PNG)}
+    )
+    assert_problem(unauthenticated, 401)
+
+
+def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
+    server = start_server(env={"ATTACHMENT_MAX_BYTES": "1000"})
+    tenant = make_tenant_on(server)
+    result_id = add_result(tenant)
+    directory = attachments_dir(server)
+
+    exactly = b"a" * 1000
+    ok = upload(tenant.api, result_id, ("limit.txt", exactly, "text/plain"))
+    assert ok.status_code == 201, ok.text
+    before = set(os.listdir(directory))
+    rows_before = stored_rows(server, tenant.id)
+
+    for files in (
+        [("big.txt", b"a" * 1001, "text/plain")],
+        [("big.png", PNG + bytes(2000), "image/png")],
+        # a good file first: it must go too
+        [("small.png", PNG, "image/png"), ("big.txt", b"b" * 50_000, "text/plain")],
+    ):
+        assert_problem(upload(tenant.api, result_id, *files), 413)
+        assert set(os.listdir(directory)) == before
+        assert stored_rows(server, tenant.id) == rows_before
+
+    # a body announced far beyond any acceptable size is refused before a byte of it is read
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST /api/v1/results/{result_id}/attachments HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {tenant.write_token}\r\n"
+            "Content-Type: multipart/form-data; boundary=abc\r\nContent-Length: 1000000000\r\n\r\n".encode()
+        )
+        assert sock.recv(4096).startswith(b"HTTP/1.1 413")
+
+
+# ---------------------------------------------------------------- cleanup of orphans
+
+
+def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Tenant) -> None:
+    from tms.services.attachments import sweep_orphans
+
+    keep_id = add_result(tenant)
+    gone_id = add_result(tenant)
+    kept = upload(tenant.api, keep_id, ("keep.png", PNG, "image/png")).json()["data"][0]
+    upload(tenant.api, gone_id, ("gone.png", PNG, "image/png"))
+    rows = {row[0]: row[3] for row in stored_rows(tenant.server, tenant.id)}
+    directory = attachments_dir(tenant.server)
+
+    with sqlite3.connect(tenant.server.db_path, timeout=10) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM test_runs WHERE id = (SELECT run_id FROM test_results WHERE id = ?)", (gone_id,))
+    conn.close()
+    stray_old = directory / ("0" * 32)
+    stray_old.write_bytes(b"left over by a crash")
+    os.utime(stray_old, (time.time() - 7200, time.time() - 7200))
+    stray_new = directory / ("1" * 32)
+    stray_new.write_bytes(b"an upload in flight")
+
+    removed = run_admin(tenant.server.db_path, lambda db: sweep_orphans(db, directory))
+    assert removed >= 2
+    assert [row[0] for row in stored_rows(tenant.server, tenant.id)] == ["keep.png"]
+    assert not (directory / rows["gone.png"]).exists()
+    assert (directory / rows["keep.png"]).exists()
+    assert not stray_old.exists() and stray_new.exists()
+    stray_new.unlink()
+    assert tenant.api.get(f"/api/v1/attachments/{kept['id']}").status_code == 200

@@ -1,0 +1,71 @@
+"""Attachments: upload to a result (multipart, streamed) and download (served defensively)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import msgspec
+from litestar import Request, get, post
+from litestar.response import File
+
+from tms.api.auth import requires
+from tms.models.attachments import Attachment, AttachmentList
+from tms.services import attachments as attachment_service
+from tms.services.tokens import ApiPrincipal
+
+# An SVG is a document that can run script: even opened directly it stays in a sandbox with no
+# origin, loads nothing, and only its own inline styles apply.
+SVG_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'"
+
+
+@post(
+    "/results/{result_id:str}/attachments",
+    **requires("write"),
+    # None: the service counts bytes itself, per file against attachments.max_bytes (read at request
+    # time, so ATTACHMENT_MAX_BYTES applies) and per request against MAX_FILES of them.
+    request_max_body_size=None,
+    status_code=201,
+    summary="Attach files to a result",
+    description="multipart/form-data with one or more parts named `file`. Allowed: PNG, JPG, GIF, WebP, "
+    "SVG, PDF, TXT, JSON, ZIP, MP4, WebM, judged by content and by file name (415 otherwise); each file "
+    "at most `attachments.max_bytes` (413 otherwise). `{result_id}` is a linked or unlinked result.",
+)
+async def upload_attachments(request: Request[ApiPrincipal, str, object], result_id: str) -> AttachmentList:
+    state = request.app.state
+    created = await attachment_service.upload(
+        state.db,
+        request.user.tenant_id,
+        result_id,
+        content_type=request.headers.get("content-type", ""),
+        content_length=request.content_length,
+        body=request.stream(),
+        directory=state.config.attachments_dir,
+        max_bytes=int(state.config.get("attachments.max_bytes")),
+    )
+    return AttachmentList(data=msgspec.convert(created, list[Attachment]))
+
+
+@get("/attachments/{attachment_id:str}", **requires("read"), summary="Download an attachment")
+async def download_attachment(request: Request[ApiPrincipal, str, object], attachment_id: str) -> File:
+    state = request.app.state
+    stored = await attachment_service.open_attachment(
+        state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir
+    )
+    headers = {
+        # the stored type was proven by content; browsers must not second-guess it
+        "X-Content-Type-Options": "nosniff",
+        "Content-Disposition": content_disposition(
+            "inline" if stored.inline else "attachment", stored.file_name
+        ),
+        "Cache-Control": "private, no-cache",
+    }
+    if stored.mime_type == "image/svg+xml":
+        headers["Content-Security-Policy"] = SVG_CSP
+    media_type = f"{stored.mime_type}; charset=utf-8" if stored.mime_type == "text/plain" else stored.mime_type
+    return File(path=stored.path, media_type=media_type, headers=headers, filename=stored.file_name)
+
+
+def content_disposition(disposition: str, file_name: str) -> str:
+    """RFC 6266: an ASCII fallback ``filename`` for old clients plus the exact UTF-8 ``filename*``."""
+    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\%' else "_" for ch in file_name)
+    return f"{disposition}; filename=\"{fallback or 'download'}\"; filename*=UTF-8''{quote(file_name, safe='')}"
