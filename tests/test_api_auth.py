@@ -72,15 +72,25 @@ def test_revoked_token_stops_working_on_next_request(tenant: Tenant) -> None:
     assert tenant.client("write").get("/api/v1/me").status_code == 200
 
 
-def test_suspended_tenant_tokens_are_401(tenant: Tenant) -> None:
-    from tms.store import tenants
+def test_suspended_tenant_tokens_are_401_until_reactivated(tenant: Tenant) -> None:
+    from tests.test_config_cli import tms
 
-    async def suspend(db):
-        async with db.transaction() as tx:
-            await tenants.set_tenant_status(tx, tenant.id, "SUSPENDED")
+    env = {"TMS_STORAGE_DATA_DIR": str(tenant.server.data_dir)}
+    assert tenant.api.get("/api/v1/me").status_code == 200  # now cached as verified
+    cwd = tenant.server.data_dir.parent
 
-    run_admin(tenant.server.db_path, suspend)
+    def set_status(status: str) -> int:
+        return tms("admin", "set-tenant-status", "--tenant", tenant.id, "--status", status, cwd=cwd, env=env).returncode
+
+    assert set_status("SUSPENDED") == 0
     assert_problem(tenant.api.get("/api/v1/me"), 401)
+    client = httpx.Client(base_url=tenant.server.url)
+    client.get("/login")
+    login = client.post("/login", data={"email": tenant.email, "password": tenant.password,
+                                        "_csrf_token": client.cookies["csrftoken"]})
+    assert login.status_code == 400
+    assert set_status("ACTIVE") == 0
+    assert tenant.api.get("/api/v1/me").status_code == 200
 
 
 def test_token_format_matches_contract(tenant: Tenant) -> None:

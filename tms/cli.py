@@ -42,6 +42,9 @@ def _build_parser() -> argparse.ArgumentParser:
     token.add_argument("--tenant", required=True, metavar="ID")
     token.add_argument("--name", required=True)
     token.add_argument("--scopes", required=True, help="comma separated: read,write")
+    status = admin_commands.add_parser("set-tenant-status", help="suspend (tokens and logins refused) or reactivate")
+    status.add_argument("--tenant", required=True, metavar="ID")
+    status.add_argument("--status", required=True, choices=("ACTIVE", "SUSPENDED"))
 
     from tms.reporter.cli import add_ingest_arguments
 
@@ -123,6 +126,8 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password)))
         elif args.admin_command == "create-token":
             print(_run_with_db(config, lambda db: _create_token(db, args.tenant, args.name, args.scopes)))
+        elif args.admin_command == "set-tenant-status":
+            print(_run_with_db(config, lambda db: _set_tenant_status(db, args.tenant, args.status)))
     except DomainError as exc:
         print(f"tms: {exc.detail}", file=sys.stderr)
         return 1
@@ -162,6 +167,13 @@ async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:
     new = await tokens.create_token(db, tenant_id, name, scopes)
     print(f"token {new.name} ({', '.join(new.scopes)}); shown once, store it now:")
     return new.token
+
+
+async def _set_tenant_status(db: Any, tenant_id: str, status: str) -> str:
+    from tms.services import tenants
+
+    await tenants.set_status(db, tenant_id, status)
+    return f"tenant {tenant_id} is now {status}"
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import secrets
 import string
+import time
 from dataclasses import dataclass
 
 from tms.db import Database, Row
@@ -111,24 +113,86 @@ class LastUsedTracker:
             await token_store.touch_tokens(tx, [(used_at, token_id) for token_id, used_at in batch.items()])
 
 
+AUTH_EPOCH_FILE = "auth-epoch"
+Epoch = tuple[int, int]
+
+
+def _auth_epoch(db: Database) -> Epoch:
+    try:
+        stat = os.stat(db.path.parent / AUTH_EPOCH_FILE)
+    except FileNotFoundError:
+        return (0, 0)
+    return (stat.st_ino, stat.st_mtime_ns)
+
+
+def bump_auth_epoch(db: Database) -> None:
+    """Tells every process serving this data dir that some token or tenant lost its access."""
+    target = db.path.parent / AUTH_EPOCH_FILE
+    scratch = target.with_suffix(f".{os.getpid()}.tmp")
+    scratch.write_text(str(time.time_ns()))
+    os.replace(scratch, target)  # a new inode and mtime: cheap for readers to notice with one stat()
+    verified_tokens.clear()
+
+
+class VerifiedTokenCache:
+    """Recently verified tokens, so a busy CI runner costs no database read per request.
+
+    An entry is only trusted while the data dir's auth epoch file is unchanged: revoking a token
+    or suspending a tenant, in this process or in `tms admin`, replaces that file after commit, so
+    the next request re-reads the database. The TTL only bounds changes made behind the service's
+    back (e.g. with the sqlite3 shell).
+    """
+
+    TTL_SECONDS = 10.0
+    MAX_ENTRIES = 10_000
+
+    def __init__(self) -> None:
+        self._entries: dict[bytes, tuple[ApiPrincipal, float, Epoch]] = {}
+
+    def get(self, digest: bytes, epoch: Epoch) -> ApiPrincipal | None:
+        entry = self._entries.get(digest)
+        if entry is None or entry[1] < time.monotonic() or entry[2] != epoch:
+            return None
+        return entry[0]
+
+    def put(self, digest: bytes, principal: ApiPrincipal, epoch: Epoch) -> None:
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[digest] = (principal, time.monotonic() + self.TTL_SECONDS, epoch)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+verified_tokens = VerifiedTokenCache()
+
+
 async def verify_token(db: Database, presented: str) -> ApiPrincipal | None:
     """The principal for a valid, unrevoked token of an active tenant; None for anything else."""
     match = TOKEN_PATTERN.match(presented)
     if match is None:
         return None
     prefix, secret = match.groups()
+    # the cache key is the digest of the whole token, so a wrong secret can never hit a cached entry
+    cache_key = _digest(presented)
+    epoch = _auth_epoch(db)
+    cached = verified_tokens.get(cache_key, epoch)
+    if cached is not None:
+        return cached
     row = await token_store.find_token_by_prefix(db, prefix)
     if row is None or not hmac.compare_digest(bytes(row["secret_sha256"]), _digest(secret)):
         return None
     if row["revoked_at"] is not None or row["tenant_status"] != "ACTIVE":
         return None
-    return ApiPrincipal(
+    principal = ApiPrincipal(
         token_id=row["id"],
         tenant_id=row["tenant_id"],
         tenant_name=row["tenant_name"],
         tenant_status=row["tenant_status"],
         scopes=frozenset(row["scopes"].split(",")),
     )
+    verified_tokens.put(cache_key, principal, epoch)
+    return principal
 
 
 async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
@@ -137,6 +201,7 @@ async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
 
 async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
     async with db.transaction() as tx:
+        tx.after_commit(lambda: bump_auth_epoch(db))
         if not await token_store.revoke_token(tx, tenant_id, token_id, now_iso()):
             exists = await tx.fetch_value(
                 "SELECT 1 FROM api_tokens WHERE tenant_id = ? AND id = ?", (tenant_id, token_id)

@@ -1,0 +1,19 @@
+"""Tenant lifecycle: suspension cuts every token of the tenant off at its next request."""
+
+from __future__ import annotations
+
+from tms.db import Database
+from tms.services.errors import InvalidInput, NotFound
+from tms.services.tokens import bump_auth_epoch
+from tms.store import tenants as tenant_store
+
+TENANT_STATUSES = ("ACTIVE", "SUSPENDED")
+
+
+async def set_status(db: Database, tenant_id: str, status: str) -> None:
+    if status not in TENANT_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(TENANT_STATUSES)}", field="status")
+    async with db.transaction() as tx:
+        tx.after_commit(lambda: bump_auth_epoch(db))
+        if not await tenant_store.set_tenant_status(tx, tenant_id, status):
+            raise NotFound(f"unknown tenant {tenant_id}", field="tenant")
