@@ -407,3 +407,29 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     assert not stray_old.exists() and stray_new.exists()
     stray_new.unlink()
     assert tenant.api.get(f"/api/v1/attachments/{kept['id']}").status_code == 200
+
+
+def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
+    result_id = add_result(tenant)
+    directory = attachments_dir(tenant.server)
+    before = set(os.listdir(directory))
+    head = (
+        b'--zz\r\nContent-Disposition: form-data; name="file"; filename="cut.txt"\r\n\r\n' + b"x" * 200_000
+    )
+    with socket.create_connection(("127.0.0.1", tenant.server.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST /api/v1/results/{result_id}/attachments HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {tenant.write_token}\r\n"
+            f"Content-Type: multipart/form-data; boundary=zz\r\nContent-Length: {len(head) + 1000}\r\n\r\n".encode()
+            + head
+        )
+        # the file exists on disk while its body is still arriving (the upload streams)
+        deadline = time.monotonic() + 10
+        while not set(os.listdir(directory)) - before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert set(os.listdir(directory)) - before, "the partial file never reached the disk"
+    deadline = time.monotonic() + 10
+    while set(os.listdir(directory)) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(os.listdir(directory)) <= before
+    assert stored_rows(tenant.server, tenant.id) == []

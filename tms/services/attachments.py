@@ -181,6 +181,13 @@ def multipart_boundary(content_type: str) -> str:
     return str(boundary)
 
 
+def _body_too_large(limit: int, max_bytes: int) -> str:
+    return (
+        f"the request body is larger than {limit} bytes "
+        f"(at most {MAX_FILES} files of {max_bytes} bytes each per request)"
+    )
+
+
 def body_limit(max_bytes: int) -> int:
     """The largest whole request accepted: MAX_FILES files of max_bytes plus framing."""
     return MAX_FILES * max_bytes + BODY_MARGIN
@@ -203,7 +210,7 @@ async def upload(
     boundary = multipart_boundary(content_type)
     limit = body_limit(max_bytes)
     if content_length is not None and content_length > limit:
-        raise TooLarge(f"the request body is larger than {limit} bytes")
+        raise TooLarge(_body_too_large(limit, max_bytes))
 
     upload = _Upload(directory, max_bytes)
     received = 0
@@ -214,7 +221,7 @@ async def upload(
             async for chunk in body:
                 received += len(chunk)
                 if received > limit:
-                    raise TooLarge(f"the request body is larger than {limit} bytes")
+                    raise TooLarge(_body_too_large(limit, max_bytes))
                 for event in parser.parse(chunk):
                     if isinstance(event, multipart.MultipartSegment):
                         # other fields are read past and ignored; only 'file' parts are attachments
@@ -237,7 +244,7 @@ async def upload(
             raise InvalidInput(f"malformed multipart body: {exc}") from None
         except (TooLarge, UnsupportedMediaType, InvalidInput):
             upload.discard()
-            await _drain(body, received, limit)
+            await _drain(body, received, content_length)
             raise
         if not upload.files:
             raise InvalidInput("no 'file' part in the body", field=FILE_FIELD)
@@ -260,13 +267,16 @@ async def upload(
     ]
 
 
-async def _drain(body: AsyncIterator[bytes], received: int, limit: int) -> None:
-    """Reads past the rest of a refused body (bounded), so the client gets to read our answer.
+async def _drain(body: AsyncIterator[bytes], received: int, content_length: int | None) -> None:
+    """Reads past the rest of a refused body (at most DRAIN_LIMIT), so the client reads our answer.
 
     Answering while the client is still sending makes the server close the connection under it,
-    and most clients then report a broken pipe instead of the 413/415.
+    and most clients then report a broken pipe instead of the 413/415. A body announced to be much
+    longer is not worth reading: the connection is simply closed after the answer.
     """
-    budget = min(DRAIN_LIMIT, max(0, limit - received))
+    if content_length is not None and content_length - received > DRAIN_LIMIT:
+        return
+    budget = DRAIN_LIMIT
     with contextlib.suppress(Exception):
         async for chunk in body:
             budget -= len(chunk)
