@@ -83,6 +83,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ai", "base_url", "", "Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1."),
     Setting("ai", "api_key", "", "API key of the AI provider (never shown or logged)."),
     Setting("ai", "monthly_quota", 100, "Successful AI generations per tenant per calendar month.", minimum=0),
+    Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
