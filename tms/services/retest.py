@@ -1,0 +1,133 @@
+"""The retest queue: cases flagged because a linked bug was fixed (or by a person), cleared by a new result.
+
+Every function that writes takes the caller's transaction, so a flag, its ``retest.required`` event
+and the change that caused them (a tracker call, a PATCH, a result upsert, an ingest) commit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tms.db import Database, Row, Transaction
+from tms.ids import now_iso
+from tms.integrations import to_iso
+from tms.services.errors import NotFound
+from tms.services.events import emit_many
+from tms.store import retest as retest_store
+
+MANUAL_REASON = "flagged by hand"
+
+
+def retest_required_data(row: Row, reason: str, bug_key: str | None, flagged_at: str) -> dict[str, Any]:
+    """``data`` of retest.required, exactly the contract's fields."""
+    return {
+        "test_case_id": row["id"],
+        "test_case_code": row["code"],
+        "project_id": row["project_id"],
+        "reason": reason,
+        "bug_ticket_key": bug_key,
+        "flagged_at": flagged_at,
+    }
+
+
+async def flag_for_retest(
+    tx: Transaction,
+    db: Database,
+    tenant_id: str,
+    case_ids: Iterable[str],
+    reason: str = MANUAL_REASON,
+    bug_key: str | None = None,
+    at: str | None = None,
+) -> list[Row]:
+    """Flags the cases (ids of this tenant) and fires one ``retest.required`` per newly flagged case.
+
+    Returns the newly flagged rows (id, code, project_id); cases already waiting are left as they
+    are and fire nothing, so a redelivered or repeated flag never doubles the queue or the events.
+    """
+    flagged_at = at or now_iso()
+    newly = await retest_store.flag_cases(tx, tenant_id, case_ids, reason, bug_key, flagged_at)
+    await emit_many(
+        tx, db, tenant_id, "retest.required",
+        [retest_required_data(row, reason, bug_key, flagged_at) for row in newly],
+    )
+    return newly
+
+
+async def clear_retest(tx: Transaction, tenant_id: str, case_ids: Iterable[str], at: str | None = None) -> int:
+    """Takes the cases out of the queue (by hand, or because they were retested); fires nothing."""
+    return await retest_store.clear_cases(tx, tenant_id, case_ids, at or now_iso())
+
+
+async def clear_after_results(
+    tx: Transaction, tenant_id: str, results: Iterable[tuple[str, str | None]], at: str | None = None
+) -> int:
+    """Clears the flag of every case that just got a result: call it in the results upsert or ingest
+    transaction with ``(test_case_id, executed_at)`` pairs of the stored results.
+
+    A result counts as the retest when it is recorded after the flag was set — unless it says it
+    was executed before that (a late upload of an old report is not a retest of the fix).
+    Costs one indexed read of the flagged cases among the ids and, when any, one UPDATE.
+    """
+    # per case, the latest execution decides; a result without executed_at ran just now
+    executed: dict[str, str | None] = {}
+    for case_id, executed_at in results:
+        when = to_iso(executed_at) if executed_at else None
+        if case_id not in executed:
+            executed[case_id] = when
+        elif executed[case_id] is not None:
+            executed[case_id] = None if when is None else max(executed[case_id] or "", when)
+    if not executed:
+        return 0
+    flagged = await retest_store.flagged_among(tx, tenant_id, executed)
+    due = [
+        row["id"] for row in flagged
+        if executed[row["id"]] is None or executed[row["id"]] >= (row["retest_flagged_at"] or "")
+    ]
+    if not due:
+        return 0
+    return await retest_store.clear_cases(tx, tenant_id, due, at or now_iso())
+
+
+async def set_needs_retest(
+    tx: Transaction, db: Database, tenant_id: str, case_id: str, needs_retest: bool, reason: str | None = None
+) -> bool:
+    """What ``PATCH /api/v1/cases/{id}`` with ``needs_retest`` does, inside the PATCH transaction.
+
+    True fires ``retest.required`` when the case was not waiting yet; False clears the flag.
+    Returns whether anything changed.
+    """
+    if needs_retest:
+        return bool(await flag_for_retest(tx, db, tenant_id, [case_id], (reason or "").strip() or MANUAL_REASON))
+    return bool(await clear_retest(tx, tenant_id, [case_id]))
+
+
+async def flag_case_by_hand(db: Database, tenant_id: str, id_or_code: str, needs_retest: bool,
+                            reason: str | None = None) -> Row:
+    """The web UI's "Flag for retest" / "Clear" button: one transaction of its own."""
+    async with db.transaction() as tx:
+        case = await retest_store.find_case(tx, tenant_id, id_or_code)
+        if case is None:
+            raise NotFound(f"test case {id_or_code} not found")
+        await set_needs_retest(tx, db, tenant_id, case["id"], needs_retest, reason)
+        row = await retest_store.find_case(tx, tenant_id, case["id"])
+    assert row is not None
+    return row
+
+
+async def list_retest_queue(db: Database, tenant_id: str, project_id: str | None = None) -> list[Row]:
+    """The cases waiting for a retest, oldest first: id, code, title, project_id, status, priority,
+    automation_status, retest_reason, retest_bug_key, retest_flagged_at. For the dashboard and case list."""
+    return await retest_store.retest_queue(db, tenant_id, project_id)
+
+
+def retest_fields(row: Row) -> dict[str, Any]:
+    """The retest part of a case's JSON: ``needs_retest``, ``retest_reason``, ``retest_bug_key``,
+    ``retest_flagged_at`` from a test_cases row."""
+    return {
+        "needs_retest": bool(row.get("needs_retest")),
+        "retest_reason": row.get("retest_reason"),
+        "retest_bug_key": row.get("retest_bug_key"),
+        "retest_flagged_at": row.get("retest_flagged_at"),
+    }
+
