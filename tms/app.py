@@ -26,6 +26,7 @@ from litestar.template.config import TemplateConfig
 
 from tms import __version__
 from tms.api import attachments as attachments_api
+from tms.api import cases as cases_api
 from tms.api import me as me_api
 from tms.api import projects as projects_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
@@ -70,6 +71,11 @@ def _api_router() -> Router:
             projects_api.create_project,
             attachments_api.upload_attachments,
             attachments_api.download_attachment,
+            cases_api.list_cases,
+            cases_api.create_case,
+            cases_api.get_case,
+            cases_api.update_case,
+            cases_api.delete_case,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],

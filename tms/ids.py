@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
 import time
 from datetime import UTC, datetime, timedelta
@@ -44,3 +45,24 @@ def now_iso() -> str:
 
 def iso_days_ago(days: float) -> str:
     return iso(utc_now() - timedelta(days=days))
+
+
+_BYTE_TO_CHAR = bytes(ord(_ALPHABET[b % 36]) for b in range(256))
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+
+
+def new_ids(count: int) -> list[str]:
+    """``count`` cuids shaped like ``new_id()``'s, minted in bulk for ingest (about 1 µs each).
+
+    One ``os.urandom`` call for the whole batch instead of one per id; each random byte becomes one
+    base36 character (byte % 36: a bias of 1/256 on four letters, i.e. still ~62 random bits per id).
+    """
+    if count <= 0:
+        return []
+    prefix = "c" + _base36(int(time.time() * 1000), 8)
+    rand = os.urandom(12 * count).translate(_BYTE_TO_CHAR).decode("ascii")
+    counters = itertools.islice(_counter, count)
+    return [
+        prefix + _PAIRS[(n // 1296) % 1296] + _PAIRS[n % 1296] + rand[12 * i : 12 * i + 12]
+        for i, n in enumerate(counters)
+    ]

@@ -1,0 +1,19 @@
+"""Pagination of list endpoints (cases, runs): the contract's defaults, clamp and checks."""
+
+from __future__ import annotations
+
+from tms.services.errors import InvalidInput
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+
+
+def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
+    """(limit, offset) to use: defaults 100 and 0; a limit above 500 is clamped, not refused."""
+    limit = DEFAULT_LIMIT if limit is None else limit
+    offset = 0 if offset is None else offset
+    if limit < 1:
+        raise InvalidInput("limit must be at least 1", field="limit")
+    if offset < 0:
+        raise InvalidInput("offset must not be negative", field="offset")
+    return min(limit, MAX_LIMIT), offset

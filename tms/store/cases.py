@@ -1,0 +1,114 @@
+"""SQL of the test_cases table; every query filters on tenant_id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tms.db import Database, Row, Transaction
+
+COLUMNS = (
+    "id, code, title, bdd_content, project_id, status, priority, layer, is_e2e, automation_status, "
+    "tags, tickets, created_at, updated_at"
+)
+INSERT_COLUMNS = ("id", "tenant_id", *[c.strip() for c in COLUMNS.split(",")[1:]])
+
+# Columns a PATCH may set (the dict keys given to update_case are checked against this).
+UPDATABLE = frozenset(
+    {"code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
+     "automation_status", "tags", "tickets"}
+)
+
+
+async def get_case(db: Database | Transaction, tenant_id: str, case_id: str) -> Row | None:
+    return await db.fetch_one(f"SELECT {COLUMNS} FROM test_cases WHERE tenant_id = ? AND id = ?",
+                              (tenant_id, case_id))
+
+
+async def get_case_by_code(db: Database | Transaction, tenant_id: str, code: str) -> Row | None:
+    return await db.fetch_one(f"SELECT {COLUMNS} FROM test_cases WHERE tenant_id = ? AND code = ?",
+                              (tenant_id, code))
+
+
+def _filters(tenant_id: str, project_id: str | None, status: str | None) -> tuple[str, list[Any]]:
+    where, params = ["tenant_id = ?"], [tenant_id]
+    if project_id is not None:
+        where.append("project_id = ?")
+        params.append(project_id)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    return " AND ".join(where), params
+
+
+async def list_cases(
+    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int
+) -> tuple[list[Row], int]:
+    """One page in creation order, and the total matching the filters.
+
+    Each filter combination has an index whose entries are in rowid order, so the inner query walks
+    only the index (no table rows, no sort) to skip ``offset`` entries; the outer one reads the page.
+    """
+    where, params = _filters(tenant_id, project_id, status)
+    rows = await db.fetch_all(
+        f"SELECT {COLUMNS} FROM test_cases WHERE rowid IN "
+        f"(SELECT rowid FROM test_cases WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
+        (*params, limit, offset),
+    )
+    total = await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {where}", params)
+    return rows, int(total)
+
+
+async def insert_cases(tx: Transaction, rows: Iterable[Sequence[Any]]) -> None:
+    """Rows in ``INSERT_COLUMNS`` order, one executemany."""
+    marks = ", ".join("?" * len(INSERT_COLUMNS))
+    await tx.executemany(f"INSERT INTO test_cases ({', '.join(INSERT_COLUMNS)}) VALUES ({marks})", rows)
+
+
+async def codes_taken(db: Database | Transaction, tenant_id: str, codes: list[str]) -> set[str]:
+    if not codes:
+        return set()
+    rows = await db.fetch_all(
+        "SELECT code FROM test_cases WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(codes)),
+    )
+    return {row["code"] for row in rows}
+
+
+async def update_case(tx: Transaction, tenant_id: str, case_id: str, changes: dict[str, Any]) -> int:
+    unknown = set(changes) - UPDATABLE - {"updated_at"}
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    return await tx.execute(
+        f"UPDATE test_cases SET {assignments} WHERE tenant_id = ? AND id = ?",
+        (*changes.values(), tenant_id, case_id),
+    )
+
+
+async def delete_case(tx: Transaction, tenant_id: str, case_id: str) -> int:
+    return await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND id = ?", (tenant_id, case_id))
+
+
+async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[str]) -> list[Row]:
+    """(id, code, title) of the cases with these codes; one query however many codes.
+
+    The codes travel as one JSON array parameter, so there is no host-parameter limit to chunk around.
+    """
+    if not codes:
+        return []
+    return await db.fetch_all(
+        "SELECT id, code, title FROM test_cases WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(codes)),
+    )
+
+
+async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
+    if not ids:
+        return []
+    return await db.fetch_all(
+        # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
+        "SELECT id, code, title FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    )
