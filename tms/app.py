@@ -43,8 +43,10 @@ from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
 from tms.web import tokens as web_tokens
+from tms.web import webhooks_api
 from tms.web.session import LoginRequired
 from tms.web.throttle import LoginThrottle
+from tms.webhooks.dispatcher import Dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ def _web_routers() -> list[Any]:
         web_home.router(),
         web_projects.router(),
         web_tokens.router(),
+        webhooks_api.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
@@ -119,6 +122,9 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         config.attachments_dir.mkdir(parents=True, exist_ok=True)
         # the CSRF middleware reads its secret from this config object on each request
         csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
+        # the outbox drain: resumes pending deliveries from the database, then follows new events
+        dispatcher = Dispatcher(db, config)
+        await dispatcher.start()
         tasks = [
             asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
             asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
@@ -133,6 +139,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         try:
             yield
         finally:
+            await dispatcher.stop()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

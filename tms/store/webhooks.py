@@ -1,0 +1,243 @@
+"""Webhook subscriptions, deliveries and their attempt log: SQL only.
+
+Management queries filter on ``tenant_id``. The dispatcher's queries (fan-out, due deliveries,
+recording attempts) work across tenants on purpose: one dispatcher serves the whole instance, and
+every row it writes is derived from a tenant-owned event or delivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tms.db import Database, Row, Transaction
+
+_SUBSCRIPTION_COLUMNS = "id, url, events, secret IS NOT NULL AS has_secret, active, created_at, updated_at"
+_DELIVERY_COLUMNS = (
+    "id, subscription_id, event_id, event, status, attempts, last_status_code, last_error, "
+    "next_attempt_at, created_at, delivered_at"
+)
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+# --- subscriptions -------------------------------------------------------------------------------
+
+
+async def list_subscriptions(db: Database, tenant_id: str) -> list[Row]:
+    return await db.fetch_all(
+        f"SELECT {_SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE tenant_id = ? ORDER BY created_at, id",
+        (tenant_id,),
+    )
+
+
+async def get_subscription(db: Database | Transaction, tenant_id: str, subscription_id: str) -> Row | None:
+    return await db.fetch_one(
+        f"SELECT {_SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE tenant_id = ? AND id = ?",
+        (tenant_id, subscription_id),
+    )
+
+
+async def insert_subscription(
+    tx: Transaction,
+    *,
+    subscription_id: str,
+    tenant_id: str,
+    url: str,
+    events_json: str,
+    secret: str | None,
+    active: bool,
+    created_at: str,
+) -> None:
+    await tx.execute(
+        "INSERT INTO webhook_subscriptions (id, tenant_id, url, events, secret, active, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (subscription_id, tenant_id, url, events_json, secret, int(active), created_at, created_at),
+    )
+
+
+_UPDATABLE = ("url", "events", "secret", "active")
+
+
+async def update_subscription(
+    tx: Transaction, tenant_id: str, subscription_id: str, changes: dict[str, Any], updated_at: str
+) -> bool:
+    """Sets the given columns (names from a fixed list, never from input); False when the id is unknown."""
+    columns = [name for name in _UPDATABLE if name in changes]
+    assignments = "".join(f"{name} = ?, " for name in columns)
+    return bool(
+        await tx.execute(
+            f"UPDATE webhook_subscriptions SET {assignments}updated_at = ? WHERE tenant_id = ? AND id = ?",
+            (*(changes[name] for name in columns), updated_at, tenant_id, subscription_id),
+        )
+    )
+
+
+async def delete_subscription(tx: Transaction, tenant_id: str, subscription_id: str) -> bool:
+    """Deletes the subscription; its deliveries and attempts go with it (ON DELETE CASCADE)."""
+    return bool(
+        await tx.execute(
+            "DELETE FROM webhook_subscriptions WHERE tenant_id = ? AND id = ?", (tenant_id, subscription_id)
+        )
+    )
+
+
+# --- delivery log ----------------------------------------------------------------------------------
+
+
+async def list_deliveries(db: Database, tenant_id: str, subscription_id: str, limit: int) -> list[Row]:
+    return await db.fetch_all(
+        f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = ? AND subscription_id = ? "
+        "ORDER BY created_at DESC, id DESC LIMIT ?",
+        (tenant_id, subscription_id, limit),
+    )
+
+
+async def get_delivery(
+    db: Database | Transaction, tenant_id: str, subscription_id: str, delivery_id: str
+) -> Row | None:
+    return await db.fetch_one(
+        f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = ? AND subscription_id = ? AND id = ?",
+        (tenant_id, subscription_id, delivery_id),
+    )
+
+
+async def list_attempts(db: Database, delivery_ids: Sequence[str]) -> list[Row]:
+    """The attempt log of the given deliveries (the caller has checked they are the tenant's)."""
+    if not delivery_ids:
+        return []
+    return await db.fetch_all(
+        "SELECT delivery_id, attempt, started_at, duration_ms, status_code, error FROM webhook_attempts "
+        f"WHERE delivery_id IN ({_marks(len(delivery_ids))}) ORDER BY delivery_id, id",
+        tuple(delivery_ids),
+    )
+
+
+async def restart_delivery(tx: Transaction, delivery_id: str, at: str) -> None:
+    """A new attempt cycle for the same delivery: due now, with the full retry budget again."""
+    await tx.execute(
+        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_base = attempts, "
+        "delivered_at = NULL WHERE id = ?",
+        (at, delivery_id),
+    )
+
+
+async def insert_direct_delivery(
+    tx: Transaction,
+    *,
+    delivery_id: str,
+    tenant_id: str,
+    subscription_id: str,
+    event_id: str,
+    event: str,
+    body: bytes,
+    at: str,
+) -> None:
+    """An event meant for one subscription only (ping): stored already fanned out, plus its delivery."""
+    await tx.execute(
+        "INSERT INTO events (id, tenant_id, event, body, created_at, fanned_out) VALUES (?, ?, ?, ?, ?, 1)",
+        (event_id, tenant_id, event, body, at),
+    )
+    await tx.execute(
+        "INSERT INTO webhook_deliveries (id, tenant_id, subscription_id, event_id, event, status, attempts, "
+        "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
+        (delivery_id, tenant_id, subscription_id, event_id, event, at, at),
+    )
+
+
+# --- dispatcher ------------------------------------------------------------------------------------
+
+
+async def unfanned_event_ids(tx: Transaction, limit: int) -> list[str]:
+    rows = await tx.fetch_all(
+        "SELECT id FROM events WHERE fanned_out = 0 ORDER BY created_at, id LIMIT ?", (limit,)
+    )
+    return [row["id"] for row in rows]
+
+
+async def fan_out_targets(tx: Transaction, event_ids: Sequence[str]) -> list[Row]:
+    """(event_id, tenant_id, event, subscription_id) for each active subscription of each event's tenant
+    that subscribes to that event name."""
+    return await tx.fetch_all(
+        "SELECT e.id AS event_id, e.tenant_id, e.event, s.id AS subscription_id "
+        "FROM events e JOIN webhook_subscriptions s ON s.tenant_id = e.tenant_id AND s.active = 1 "
+        f"WHERE e.id IN ({_marks(len(event_ids))}) "
+        "AND EXISTS (SELECT 1 FROM json_each(s.events) j WHERE j.value = e.event) "
+        "ORDER BY e.created_at, e.id, s.created_at",
+        tuple(event_ids),
+    )
+
+
+async def insert_deliveries(tx: Transaction, rows: list[tuple[str, str, str, str, str, str, str]]) -> None:
+    """(id, tenant_id, subscription_id, event_id, event, next_attempt_at, created_at); a delivery that
+    already exists for the (event, subscription) pair is kept, so fanning out twice is harmless."""
+    await tx.executemany(
+        "INSERT OR IGNORE INTO webhook_deliveries (id, tenant_id, subscription_id, event_id, event, status, "
+        "attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
+        rows,
+    )
+
+
+async def mark_fanned_out(tx: Transaction, event_ids: Sequence[str]) -> None:
+    await tx.executemany("UPDATE events SET fanned_out = 1 WHERE id = ?", [(i,) for i in event_ids])
+
+
+async def due_deliveries(db: Database, now: str, per_subscription: int, limit: int) -> list[Row]:
+    """Pending deliveries due at ``now``, oldest first, at most ``per_subscription`` of each subscription,
+    so a subscription with a large backlog cannot crowd the others out of the batch."""
+    return await db.fetch_all(
+        "SELECT id, subscription_id FROM ("
+        " SELECT id, subscription_id, next_attempt_at, ROW_NUMBER() OVER "
+        "  (PARTITION BY subscription_id ORDER BY next_attempt_at, id) AS rank"
+        " FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
+        ") WHERE rank <= ? ORDER BY next_attempt_at, id LIMIT ?",
+        (now, per_subscription, limit),
+    )
+
+
+async def next_due_at(db: Database, after: str) -> str | None:
+    """When the next pending delivery that is not yet due becomes due (None: nothing scheduled)."""
+    value = await db.fetch_value(
+        "SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?",
+        (after,),
+    )
+    return None if value is None else str(value)
+
+
+async def delivery_for_send(db: Database, delivery_id: str) -> Row | None:
+    """Everything one attempt needs, read fresh: the URL or secret may have changed since fan-out."""
+    return await db.fetch_one(
+        "SELECT d.id, d.tenant_id, d.event, d.status, d.attempts, d.retry_base, e.body, "
+        "s.url, s.secret, s.active "
+        "FROM webhook_deliveries d JOIN events e ON e.id = d.event_id "
+        "JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ?",
+        (delivery_id,),
+    )
+
+
+async def record_attempts(tx: Transaction, attempts: list[dict[str, Any]]) -> None:
+    """Writes a batch of finished attempts and the resulting delivery states, two executemany calls.
+
+    An attempt whose delivery was deleted meanwhile (subscription deleted) is dropped rather than
+    failing the whole batch on the foreign key.
+    """
+    await tx.executemany(
+        "INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error) "
+        "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)",
+        [
+            (a["delivery_id"], a["attempt"], a["started_at"], a["duration_ms"], a["status_code"], a["error"],
+             a["delivery_id"])
+            for a in attempts
+        ],
+    )
+    await tx.executemany(
+        "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, "
+        "next_attempt_at = ?, delivered_at = COALESCE(?, delivered_at) WHERE id = ?",
+        [
+            (a["status"], a["attempt"], a["status_code"], a["error"], a["next_attempt_at"], a["delivered_at"],
+             a["delivery_id"])
+            for a in attempts
+        ],
+    )

@@ -1,0 +1,1 @@
+"""Outbound webhooks: the outbox dispatcher, one delivery attempt, signing, SSRF checks."""

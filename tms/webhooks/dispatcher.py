@@ -1,0 +1,277 @@
+"""The outbox drain: fans events out to subscriptions and delivers them, with retries.
+
+All state that matters lives in the database, so a crash loses nothing:
+
+* an event row with ``fanned_out = 0`` has not been turned into deliveries yet; fan-out inserts one
+  delivery per matching active subscription (``INSERT OR IGNORE`` on ``(event_id,
+  subscription_id)``) and marks the event in the same transaction, so it happens exactly once;
+* a delivery with ``status = 'pending'`` is sent when ``next_attempt_at`` has passed. Its row is
+  updated only after an attempt has finished, so a delivery in flight during a crash is simply due
+  again at the next start: at-least-once, and ``X-Service-Delivery`` lets receivers drop the repeat.
+
+In memory there is only a buffer of due delivery ids and the set of ids being worked on (so one is
+never sent twice at once by this process). Network I/O never happens inside a transaction: an
+attempt reads what it needs, sends, and its outcome is written afterwards, batched with the
+outcomes that finished meanwhile (one short transaction for many attempts keeps the writer free
+for ingest while a backlog drains).
+
+Waking: a commit that wrote events sets ``db.outbox_wakeup``; otherwise the loop sleeps exactly
+until the next retry is due. ``IDLE_RESCAN_SECONDS`` bounds that sleep because events written by
+another process (``tms admin``, scripts on the same file) cannot set our in-process event; the
+rescan is one indexed read.
+
+Concurrency is bounded twice: ``max_in_flight`` attempts in all, and ``per_subscription`` for any
+one subscription, so a receiver that hangs until the timeout can occupy only its own few slots
+while the others keep flowing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from tms.config import Config
+from tms.db import Database
+from tms.ids import iso, new_id, now_iso
+from tms.store import webhooks as store
+from tms.webhooks import delivery
+from tms.webhooks.safety import make_client
+
+log = logging.getLogger(__name__)
+
+IDLE_RESCAN_SECONDS = 2.0
+FANOUT_BATCH = 500
+BUFFER_PER_SUBSCRIPTION = 64
+BUFFER_LIMIT = 2048
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+def _epoch(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _iso_at(epoch: float) -> str:
+    return iso(datetime.fromtimestamp(epoch, UTC))
+
+
+class Dispatcher:
+    def __init__(
+        self, db: Database, config: Config, *, max_in_flight: int = 16, per_subscription: int = 4
+    ) -> None:
+        self._db = db
+        self._timeout = float(config.get("webhooks.timeout_seconds"))
+        self._backoff_seconds = float(config.get("webhooks.backoff_seconds"))
+        self._backoff_factor = float(config.get("webhooks.backoff_factor"))
+        self._max_retries = int(config.get("webhooks.max_retries"))
+        self._allow_private = bool(config.get("webhooks.allow_private_targets"))
+        self._https_only = config.production
+        self._max_in_flight = max_in_flight
+        self._per_subscription = per_subscription
+
+        self._buffer: dict[str, collections.deque[str]] = {}  # subscription id -> due delivery ids
+        self._known: set[str] = set()  # buffered, being sent, or waiting for their outcome to be written
+        self._sending: collections.Counter[str] = collections.Counter()  # subscription id -> attempts in flight
+        self._attempts: set[asyncio.Task[None]] = set()
+        self._outcomes: list[dict[str, Any]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._dirty = True  # the database may hold work we have not looked at
+        self._next_due: float | None = None
+        self._stopping = False
+        self._client = make_client(allow_private=self._allow_private, max_connections=max(64, 4 * max_in_flight))
+        self._loop: asyncio.Task[None] | None = None
+        self._forwarder: asyncio.Task[None] | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.create_task(self._run(), name="webhook dispatcher")
+        self._forwarder = asyncio.create_task(self._forward_wakeups(), name="webhook wakeups")
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        """Takes no new work, gives attempts in flight ``grace`` seconds, then writes what finished.
+
+        Attempts cut off here stay pending in the database and are sent again at the next start.
+        """
+        self._stopping = True
+        self._wake.set()
+        for task in (self._loop, self._forwarder):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._attempts:
+            _, unfinished = await asyncio.wait(set(self._attempts), timeout=grace)
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._writer), timeout=grace)
+        await self._client.aclose()
+
+    async def _forward_wakeups(self) -> None:
+        while True:
+            await self._db.outbox_wakeup.wait()
+            self._db.outbox_wakeup.clear()
+            self._dirty = True
+            self._wake.set()
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                if self._dirty:
+                    self._dirty = False
+                    await self._fan_out()
+                    await self._refill()
+                    next_due = await store.next_due_at(self._db, now_iso())
+                    self._next_due = None if next_due is None else _epoch(next_due)
+                self._dispatch()
+            except Exception:
+                log.exception("webhook dispatcher step failed; retrying shortly")
+                self._dirty = True
+                await asyncio.sleep(1)
+                continue
+            if self._dirty:
+                continue  # a subscription's buffer ran dry: look for more of its work at once
+            delay = IDLE_RESCAN_SECONDS
+            if self._next_due is not None:
+                # +1 ms: timestamps have millisecond precision, never wake just before the due time
+                delay = min(delay, max(0.0, self._next_due - time.time() + 0.001))
+            try:
+                await asyncio.wait_for(self._wake.wait(), delay)
+            except TimeoutError:
+                self._dirty = True
+
+    async def _fan_out(self) -> None:
+        """One delivery per (event, active subscription to it); events without one are just marked."""
+        while await self._db.fetch_value("SELECT EXISTS (SELECT 1 FROM events WHERE fanned_out = 0)"):
+            async with self._db.transaction() as tx:
+                event_ids = await store.unfanned_event_ids(tx, FANOUT_BATCH)
+                if not event_ids:
+                    return
+                at = now_iso()
+                targets = await store.fan_out_targets(tx, event_ids)
+                await store.insert_deliveries(
+                    tx,
+                    [
+                        (new_id(), t["tenant_id"], t["subscription_id"], t["event_id"], t["event"], at, at)
+                        for t in targets
+                    ],
+                )
+                await store.mark_fanned_out(tx, event_ids)
+
+    async def _refill(self) -> None:
+        room = BUFFER_LIMIT - sum(len(queue) for queue in self._buffer.values())
+        if room <= 0:
+            return
+        rows = await store.due_deliveries(
+            self._db, now_iso(), BUFFER_PER_SUBSCRIPTION + self._per_subscription, room + len(self._known)
+        )
+        for row in rows:
+            if row["id"] not in self._known:
+                self._known.add(row["id"])
+                self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row["id"])
+
+    def _dispatch(self) -> None:
+        """Starts attempts from the buffer, one subscription after the other, within both limits."""
+        while sum(self._sending.values()) < self._max_in_flight and not self._stopping:
+            started = False
+            for subscription_id in list(self._buffer):
+                if sum(self._sending.values()) >= self._max_in_flight:
+                    break
+                if self._sending[subscription_id] >= self._per_subscription:
+                    continue
+                queue = self._buffer[subscription_id]
+                delivery_id = queue.popleft()
+                if not queue:
+                    del self._buffer[subscription_id]
+                    self._dirty = True
+                self._sending[subscription_id] += 1
+                task = asyncio.create_task(self._attempt(delivery_id, subscription_id))
+                self._attempts.add(task)
+                task.add_done_callback(self._attempts.discard)
+                started = True
+            if not started:
+                return
+
+    # --- one attempt ------------------------------------------------------------------------------
+
+    async def _attempt(self, delivery_id: str, subscription_id: str) -> None:
+        outcome_row: dict[str, Any] | None = None
+        try:
+            row = await store.delivery_for_send(self._db, delivery_id)
+            if row is not None and row["status"] == "pending":
+                started_at = now_iso()
+                if not row["active"]:
+                    outcome = delivery.Outcome(False, None, "not sent: the subscription is inactive", 0)
+                else:
+                    target = delivery.Target(delivery_id, row["event"], row["url"], row["secret"], row["body"])
+                    outcome = await delivery.attempt(
+                        self._client, target, timeout=self._timeout, https_only=self._https_only
+                    )
+                outcome_row = self._outcome_row(row, started_at, outcome)
+        except Exception:
+            log.exception("webhook delivery %s: attempt failed unexpectedly", delivery_id)
+        finally:
+            self._sending[subscription_id] -= 1
+            if self._sending[subscription_id] <= 0:
+                del self._sending[subscription_id]
+            self._wake.set()
+        if outcome_row is None:
+            self._known.discard(delivery_id)
+            return
+        self._outcomes.append(outcome_row)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_outcomes())
+
+    def _outcome_row(self, row: dict[str, Any], started_at: str, outcome: delivery.Outcome) -> dict[str, Any]:
+        number = row["attempts"] + 1
+        status, next_attempt_at, delivered_at = "failed", None, None
+        if outcome.ok:
+            status, delivered_at = "delivered", now_iso()
+        elif row["active"]:
+            retry = number - row["retry_base"]  # attempt k of this cycle failed: retry k comes next
+            if retry <= self._max_retries:
+                delay = delivery.retry_delay(retry, self._backoff_seconds, self._backoff_factor)
+                status, next_attempt_at = "pending", _iso_at(time.time() + delay)
+        if not outcome.ok:
+            log.info("webhook delivery %s attempt %d failed (%s); %s", row["id"], number, outcome.error,
+                     f"retry at {next_attempt_at}" if next_attempt_at else "giving up")
+        return {
+            "delivery_id": row["id"],
+            "attempt": number,
+            "started_at": started_at,
+            "duration_ms": outcome.duration_ms,
+            "status_code": outcome.status_code,
+            "error": outcome.error,
+            "status": status,
+            "next_attempt_at": next_attempt_at,
+            "delivered_at": delivered_at,
+        }
+
+    async def _write_outcomes(self) -> None:
+        """Writes finished attempts in batches; only then may their deliveries be picked up again."""
+        while self._outcomes:
+            batch, self._outcomes = self._outcomes, []
+            try:
+                async with self._db.transaction() as tx:
+                    await store.record_attempts(tx, batch)
+            except Exception:
+                log.exception("could not record %d webhook attempts; retrying", len(batch))
+                self._outcomes[:0] = batch
+                await asyncio.sleep(1)
+                continue
+            for outcome in batch:
+                self._known.discard(outcome["delivery_id"])
+            # a retry was scheduled or a slot is free again: recompute the next due time
+            self._dirty = True
+            self._wake.set()

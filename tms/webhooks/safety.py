@@ -1,0 +1,160 @@
+"""SSRF defences for webhook targets.
+
+A subscription URL is user input that makes the server open connections, so unless
+``webhooks.allow_private_targets`` is true the service refuses to reach loopback, private,
+link-local (cloud metadata at 169.254.169.254), multicast, reserved, unspecified or otherwise
+non-global addresses. The check runs at send time on every address the host resolves to, and the
+connection is then made to an address that was checked, inside the HTTP client's network backend:
+a DNS answer that changes between check and connect (DNS rebinding) cannot slip through, because
+there is no second lookup. Redirects are never followed (the client is built with
+``follow_redirects=False``), and the client ignores proxy environment variables, which would
+otherwise make the proxy, not us, choose the address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import typing
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class TargetRefused(Exception):
+    """The target is not allowed; the message says why and is stored as the attempt's error."""
+
+
+def url_problem(url: str, *, https_only: bool) -> str | None:
+    """Why ``url`` can never be a webhook target (scheme, host), or None when it may be one."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return "url is not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "url must be an absolute http:// or https:// URL"
+    if https_only and parts.scheme != "https":
+        return "url must use https:// (the service runs with an https base_url)"
+    return None
+
+
+def address_problem(address: IPAddress) -> str | None:
+    """Why connecting to ``address`` is refused, or None for a public (global) address."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for label, flag in (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+    ):
+        if flag:
+            return f"{address} is a {label} address"
+    if not address.is_global:
+        return f"{address} is not a public address"
+    return None
+
+
+def literal_address_problem(url: str) -> str | None:
+    """At save time: a URL whose host is a literal non-public IP is refused at once (no DNS here;
+    names are resolved and checked when each delivery is sent)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return address_problem(address)
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (TCP), in the resolver's order, without duplicates."""
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpcore.ConnectError(f"cannot resolve {host}: {exc.strerror or exc}") from exc
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore network backend that resolves, checks and connects to the checked address."""
+
+    def __init__(self, allow_private: bool) -> None:
+        self._allow_private = allow_private
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        local_address: str | None = None,
+        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await resolve(host, port)
+        if not self._allow_private:
+            for address in addresses:
+                problem = address_problem(ipaddress.ip_address(address.split("%", 1)[0]))
+                if problem:
+                    # one bad address refuses the host: otherwise an attacker's name with one public and
+                    # one private answer would get through whenever the public one is unreachable
+                    raise TargetRefused(
+                        f"target refused: {host} resolves to {problem} "
+                        "(set webhooks.allow_private_targets = true to allow it)"
+                    )
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last_error = exc
+        raise last_error or httpcore.ConnectError(f"cannot resolve {host}")
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise TargetRefused("target refused: unix sockets are never webhook targets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport with its connection pool built on ``GuardedBackend``.
+
+    httpx does not take a network backend itself, so the pool it builds is replaced by an
+    identical one with ours; ``tests/test_webhook_safety.py`` proves the refusal end to end, so
+    an httpx upgrade that changed this would fail the suite rather than silently stop checking.
+    """
+
+    def __init__(self, *, allow_private: bool, max_connections: int) -> None:
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        # SSL_CERT_FILE / SSL_CERT_DIR are honoured (a private CA on a self-hosted network), proxies are not
+        ssl_context = httpx.create_ssl_context(trust_env=True)
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=GuardedBackend(allow_private),
+        )
+
+
+def make_client(*, allow_private: bool, max_connections: int = 64) -> httpx.AsyncClient:
+    """The delivery client: guarded transport, no redirects, no proxies or netrc from the environment."""
+    return httpx.AsyncClient(
+        transport=GuardedTransport(allow_private=allow_private, max_connections=max_connections),
+        follow_redirects=False,
+        trust_env=False,
+    )
