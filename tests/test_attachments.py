@@ -433,3 +433,13 @@ def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
         time.sleep(0.05)
     assert set(os.listdir(directory)) <= before
     assert stored_rows(tenant.server, tenant.id) == []
+
+
+def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
+    from tms.services.attachments import MAX_FILES
+
+    result_id = add_result(tenant)
+    files = [(f"f{i}.txt", TXT, "text/plain") for i in range(MAX_FILES + 1)]
+    assert_problem(upload(tenant.api, result_id, *files), 413)
+    assert stored_rows(tenant.server, tenant.id) == []
+    assert upload(tenant.api, result_id, *files[:MAX_FILES]).status_code == 201

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import msgspec
 from litestar import Request, get, post
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
+from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import File
 
 from tms.api.auth import requires
@@ -18,8 +21,29 @@ from tms.services.tokens import ApiPrincipal
 SVG_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'"
 
 
+@dataclass
+class _UploadOperation(Operation):
+    """The handler reads the raw stream (no ``data`` parameter), so describe the body by hand."""
+
+    def __post_init__(self) -> None:
+        binary = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+        self.request_body = OpenAPIRequestBody(
+            required=True,
+            content={
+                "multipart/form-data": OpenAPIMediaType(
+                    schema=Schema(
+                        type=OpenAPIType.OBJECT,
+                        properties={"file": Schema(type=OpenAPIType.ARRAY, items=binary)},
+                        required=["file"],
+                    )
+                )
+            },
+        )
+
+
 @post(
     "/results/{result_id:str}/attachments",
+    operation_class=_UploadOperation,
     **requires("write"),
     # None: the service counts bytes itself, per file against attachments.max_bytes (read at request
     # time, so ATTACHMENT_MAX_BYTES applies) and per request against MAX_FILES of them.
