@@ -39,6 +39,7 @@ from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import auth as web_auth
+from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
@@ -95,6 +96,7 @@ def _web_routers() -> list[Any]:
         web_home.router(),
         web_projects.router(),
         web_tokens.router(),
+        web_cases.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
