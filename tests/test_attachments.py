@@ -310,6 +310,13 @@ def test_file_part_without_filename_is_400(tenant: Tenant) -> None:
         ("multipart/form-data", b"--x\r\n", 400),  # no boundary
         ("multipart/form-data; boundary=abc", b"--abc\r\nContent-Disposition: form-data; name=\"file\"", 400),
         ("multipart/form-data; boundary=abc", b"", 400),
+        # what a browser sends when the form's file input was left empty
+        (
+            "multipart/form-data; boundary=abc",
+            b'--abc\r\nContent-Disposition: form-data; name="file"; filename=""\r\n'
+            b"Content-Type: application/octet-stream\r\n\r\n\r\n--abc--\r\n",
+            400,
+        ),
     ],
 )
 def test_bad_bodies(tenant: Tenant, content_type: str, body: bytes, status: int) -> None:

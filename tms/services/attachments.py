@@ -212,7 +212,7 @@ async def upload(
     if content_length is not None and content_length > limit:
         raise TooLarge(_body_too_large(limit, max_bytes))
 
-    upload = _Upload(directory, max_bytes)
+    spool = _Upload(directory, max_bytes)
     received = 0
     try:
         try:
@@ -227,15 +227,16 @@ async def upload(
                         # other fields are read past and ignored; only 'file' parts are attachments
                         in_file = event.name == FILE_FIELD
                         if in_file:
-                            if event.filename is None:
-                                raise InvalidInput("the 'file' part must be a file (it has no filename)")
-                            await upload.open(event.filename)
+                            if not event.filename:
+                                # a form field, or a browser form submitted without choosing a file
+                                raise InvalidInput("the 'file' part must be a file with a filename")
+                            await spool.open(event.filename)
                     elif event is None:
                         if in_file:
-                            await upload.close_current()
+                            await spool.close_current()
                         in_file = False
                     elif in_file:
-                        await upload.write(event)
+                        await spool.write(event)
                 if not chunk:
                     break
             if not parser.closed:
@@ -243,25 +244,25 @@ async def upload(
         except multipart.MultipartError as exc:
             raise InvalidInput(f"malformed multipart body: {exc}") from None
         except (TooLarge, UnsupportedMediaType, InvalidInput):
-            upload.discard()
+            spool.discard()
             await _drain(body, received, content_length)
             raise
-        if not upload.files:
+        if not spool.files:
             raise InvalidInput("no 'file' part in the body", field=FILE_FIELD)
 
         created_at = now_iso()
         rows = [
             (new_id(), tenant_id, result_id, f.file_name, f.kind.mime_type, f.size, f.path.name, created_at)
-            for f in upload.files
+            for f in spool.files
         ]
         async with db.transaction() as tx:
             # the result may have been deleted while the files streamed in
             if not await attachment_store.result_exists(tx, tenant_id, result_id):
                 raise NotFound(f"result {result_id} not found")
             await attachment_store.insert_attachments(tx, rows)
-        upload.files.clear()  # committed: the files now belong to their rows
+        spool.files.clear()  # committed: the files now belong to their rows
     finally:
-        upload.discard()
+        spool.discard()
     return [
         {"id": r[0], "fileName": r[3], "mimeType": r[4], "size": r[5], "createdAt": r[7]} for r in rows
     ]
