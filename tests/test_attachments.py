@@ -450,3 +450,28 @@ def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
     assert_problem(upload(tenant.api, result_id, *files), 413)
     assert stored_rows(tenant.server, tenant.id) == []
     assert upload(tenant.api, result_id, *files[:MAX_FILES]).status_code == 201
+
+
+def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant) -> None:
+    from tms.services.attachments import delete_attachment_files_for, delete_attachments_in
+
+    first, second = add_result(tenant), add_result(tenant)
+    a = upload(tenant.api, first, ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain")).json()["data"]
+    b = upload(tenant.api, second, ("c.png", PNG, "image/png")).json()["data"]
+    names = {row[0]: row[3] for row in stored_rows(tenant.server, tenant.id)}
+    directory = attachments_dir(tenant.server)
+
+    async def rolled_back(db: Any) -> None:
+        with pytest.raises(RuntimeError):
+            async with db.transaction() as tx:
+                await delete_attachments_in(tx, tenant.id, [second], directory)
+                raise RuntimeError("the results delete failed")
+
+    run_admin(tenant.server.db_path, rolled_back)
+    assert (directory / names["c.png"]).exists()
+
+    assert run_admin(tenant.server.db_path, lambda db: delete_attachment_files_for(db, tenant.id, [first])) == 2
+    for attachment in a:
+        assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
+    assert not (directory / names["a.png"]).exists() and not (directory / names["b.txt"]).exists()
+    assert tenant.api.get(f"/api/v1/attachments/{b[0]['id']}").status_code == 200

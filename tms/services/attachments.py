@@ -23,7 +23,7 @@ from typing import Any
 
 import multipart
 
-from tms.db import Database, Row
+from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
 from tms.services.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from tms.services.filetypes import ALLOWED_EXTENSIONS, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
@@ -310,17 +310,36 @@ def _unlink_all(directory: Path, storage_names: list[str]) -> None:
         (directory / name).unlink(missing_ok=True)
 
 
+def default_directory(db: Database) -> Path:
+    """data_dir/attachments: tms.db and attachments/ live side by side in data_dir (config.py)."""
+    return db.path.parent / "attachments"
+
+
 async def delete_attachment_files_for(
-    db: Database, tenant_id: str, result_ids: list[str], directory: Path
+    db: Database, tenant_id: str, result_ids: list[str], directory: Path | None = None
 ) -> int:
-    """Deletes the attachments (rows, then files) of results that are being or were deleted."""
+    """Deletes the attachments (rows, then files) of results that were deleted; returns how many.
+
+    Optional: the daily ``sweep_orphans`` finds the same attachments; calling this right after
+    deleting results only frees the disk space sooner.
+    """
     if not result_ids:
         return 0
     async with db.transaction() as tx:
         names = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
     # files only after the commit: a rolled-back delete must not lose them
-    await asyncio.to_thread(_unlink_all, directory, names)
+    await asyncio.to_thread(_unlink_all, directory or default_directory(db), names)
     return len(names)
+
+
+async def delete_attachments_in(
+    tx: Transaction, tenant_id: str, result_ids: list[str], directory: Path
+) -> None:
+    """The same inside the caller's transaction that deletes the results: rows go with it, files
+    once it commits (never on rollback)."""
+    names = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
+    if names:
+        tx.after_commit(lambda: _unlink_all(directory, names))
 
 
 async def sweep_orphans(db: Database, directory: Path) -> int:
