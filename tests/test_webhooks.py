@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -281,7 +282,7 @@ def test_event_is_fanned_out_to_matching_active_subscriptions_only(
 
 
 def retry_gaps(requests: list[Any]) -> list[float]:
-    return [later.at - earlier.at for earlier, later in zip(requests, requests[1:], strict=False)]
+    return [later.at - earlier.at for earlier, later in itertools.pairwise(requests)]
 
 
 @pytest.mark.parametrize(

@@ -52,8 +52,8 @@ def address_problem(address: IPAddress) -> str | None:
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
         ("multicast", address.is_multicast),
-        ("private", address.is_private),
         ("reserved", address.is_reserved),
+        ("private", address.is_private),
     ):
         if flag:
             return f"{address} is a {label} address"
