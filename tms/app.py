@@ -25,16 +25,20 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from tms import __version__
+from tms.api import admin as admin_api
 from tms.api import attachments as attachments_api
 from tms.api import cases as cases_api
+from tms.api import ingest as ingest_api
 from tms.api import me as me_api
 from tms.api import projects as projects_api
+from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.reference import ApiReferencePlugin
 from tms.config import Config
 from tms.db import Database
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
+from tms.services import retention
 from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
@@ -79,6 +83,14 @@ def _api_router() -> Router:
             cases_api.get_case,
             cases_api.update_case,
             cases_api.delete_case,
+            runs_api.list_runs,
+            runs_api.create_run,
+            runs_api.get_run,
+            runs_api.update_run,
+            runs_api.list_results,
+            runs_api.post_results,
+            ingest_api.ingest,
+            admin_api.sweep,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -130,6 +142,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         tasks = [
             asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
             asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
+            asyncio.create_task(_every(24 * 3600, lambda: retention.sweep_all(db, config), "retention sweep")),
             asyncio.create_task(
                 _every(
                     24 * 3600,

@@ -1,0 +1,52 @@
+"""Raw request bodies for the bulk endpoints: size caps and ``Content-Encoding: gzip``.
+
+Ingest and POST results read the body themselves (instead of a ``data:`` parameter) so that a gzip
+body can be inflated under a cap, and so that items can be checked one by one.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from litestar import Request
+
+from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType
+
+MB = 1024 * 1024
+# A 100k-result report is ~30-40 MB of JSON; these caps leave room while bounding memory per request.
+MAX_WIRE_BYTES = 200 * MB
+MAX_JSON_BYTES = 200 * MB
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """Inflates a gzip body (several members allowed); truncated or corrupt → 400, over ``limit`` → 413."""
+    out: list[bytes] = []
+    size = 0
+    while True:
+        inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+        try:
+            chunk = inflater.decompress(data, limit - size + 1)
+        except zlib.error as exc:
+            raise InvalidInput(f"The gzip body is not valid: {exc}") from None
+        size += len(chunk)
+        if size > limit or inflater.unconsumed_tail:
+            raise TooLarge(f"The decompressed body is larger than {limit // MB} MB.")
+        out.append(chunk)
+        if not inflater.eof:
+            raise InvalidInput("The gzip body is truncated.")
+        data = inflater.unused_data
+        if not data.strip(b"\0"):
+            return b"".join(out)
+
+
+async def read_body(request: Request[Any, Any, Any], limit: int = MAX_JSON_BYTES) -> bytes:
+    raw = await request.body()
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        if len(raw) > limit:
+            raise TooLarge(f"The body is larger than {limit // MB} MB.")
+        return raw
+    if encoding in ("gzip", "x-gzip"):
+        return gunzip(raw, limit)
+    raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported; send gzip or no encoding.")

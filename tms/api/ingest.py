@@ -1,0 +1,29 @@
+"""POST /api/v1/ingest: a CI pipeline's whole report in one request (gzip and Idempotency-Key welcome)."""
+
+from __future__ import annotations
+
+from litestar import MediaType, Request, Response, post
+
+from tms.api.auth import requires
+from tms.api.bodies import MAX_WIRE_BYTES, read_body
+from tms.models.ingest import IngestAnswer
+from tms.services import ingest as ingest_service
+from tms.services.tokens import ApiPrincipal
+
+
+@post(
+    "/ingest",
+    **requires("write"),
+    summary="Create a COMPLETED run with all its results: 201 all accepted, 207 some rejected",
+    request_max_body_size=MAX_WIRE_BYTES,
+    response_description="{run_id, accepted, rejected, errors: [{index, error}]}",
+)
+async def ingest(request: Request[ApiPrincipal, str, object]) -> Response[IngestAnswer]:
+    status, body = await ingest_service.ingest(
+        request.app.state.db,
+        request.user.tenant_id,
+        await read_body(request),
+        request.headers.get("idempotency-key"),
+    )
+    # the body is already JSON (a replay returns the stored bytes verbatim)
+    return Response(body, status_code=status, media_type=MediaType.JSON)  # type: ignore[arg-type]

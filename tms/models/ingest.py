@@ -1,0 +1,33 @@
+"""Body and answer of POST /api/v1/ingest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from tms.models import Label, Name, RequestBody
+from tms.models.results import ItemError, ResultIn
+
+
+class IngestBody(RequestBody):
+    project_id: str
+    results: list[ResultIn]
+    run_name: Name | None = None
+    environment: Label | None = None
+    framework: Label | None = None
+
+
+class IngestBodyLoose(RequestBody):
+    project_id: str
+    results: list[Any]
+    run_name: Name | None = None
+    environment: Label | None = None
+    framework: Label | None = None
+
+
+class IngestAnswer(msgspec.Struct):
+    run_id: str
+    accepted: int
+    rejected: int
+    errors: list[ItemError]

@@ -1,0 +1,82 @@
+"""Result items of POST /runs/{id}/results and ingest, and the stored result as listed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from tms.models import Label, RequestBody
+
+ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
+RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+
+Ref = Annotated[str, msgspec.Meta(max_length=100)]
+Text = Annotated[str, msgspec.Meta(max_length=20_000)]
+Stack = Annotated[str, msgspec.Meta(max_length=200_000)]
+Short = Annotated[str, msgspec.Meta(max_length=500)]
+Url = Annotated[str, msgspec.Meta(max_length=2_000)]
+
+
+class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
+    """One result item. Not a RequestBody: a bad item is rejected on its own (207), never the batch."""
+
+    status: ResultStatus
+    test_case_code: Ref | None = None
+    test_case_id: Ref | None = None
+    title: Short | None = None
+    comment: Text | None = None
+    bug_ticket_key: Label | None = None
+    bug_ticket_url: Url | None = None
+    duration_ms: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    framework: Label | None = None
+    error_message: Text | None = None
+    error_stack: Stack | None = None
+    executed_at: datetime | None = None
+
+
+class ResultsBody(RequestBody):
+    """The fast path: every item well-typed, decoded in one pass."""
+
+    results: list[ResultIn]
+
+
+class ResultsBodyLoose(RequestBody):
+    """The slow path after the fast one failed: items are checked one by one."""
+
+    results: list[Any]
+
+
+class ItemError(msgspec.Struct):
+    index: int
+    error: str
+
+
+class BulkAnswer(msgspec.Struct):
+    accepted: int
+    rejected: int
+    errors: list[ItemError]
+
+
+class Result(msgspec.Struct):
+    id: str
+    test_case_id: str | None
+    test_case_code: str | None
+    title: str | None
+    status: str
+    comment: str | None
+    bug_ticket_key: str | None
+    bug_ticket_url: str | None
+    duration_ms: int | None
+    framework: str | None
+    error_message: str | None
+    error_stack: str | None
+    executed_at: str | None
+    created_at: str
+    updated_at: str
+    attachments: list[dict[str, Any]]
+
+
+class ResultList(msgspec.Struct):
+    data: list[Result]

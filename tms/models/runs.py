@@ -1,0 +1,62 @@
+"""Bodies of /api/v1/runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from tms.models import Label, Name, RequestBody
+from tms.models.cases import Pagination
+
+RunStatus = Literal["PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED"]
+RUN_STATUSES: tuple[str, ...] = ("PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED")
+
+CaseRef = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+class RunCreate(RequestBody):
+    name: Name
+    project_id: str
+    environment: Label | None = None
+    # cuids or codes; each pre-populates the run with one UNKNOWN result
+    test_case_ids: Annotated[list[CaseRef], msgspec.Meta(max_length=50_000)] = msgspec.field(default_factory=list)
+
+
+class RunUpdate(RequestBody):
+    name: Name | UnsetType = UNSET
+    environment: Label | UnsetType | None = UNSET
+    status: RunStatus | UnsetType = UNSET
+
+
+class RunCounts(msgspec.Struct):
+    """The run's results by status, linked and unlinked together (not in the spec: for dashboards/UI)."""
+
+    total: int
+    passed: int
+    failed: int
+    broken: int
+    skipped: int
+    unknown: int
+
+
+class Run(msgspec.Struct):
+    id: str
+    name: str
+    project_id: str
+    environment: str | None
+    status: str
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+    counts: RunCounts
+
+
+class RunEnvelope(msgspec.Struct):
+    data: Run
+
+
+class RunList(msgspec.Struct):
+    data: list[Run]
+    pagination: Pagination

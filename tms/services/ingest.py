@@ -1,0 +1,139 @@
+"""POST /api/v1/ingest: one request, one transaction, one COMPLETED run with all its results.
+
+Built for 100k-result reports: the body is decoded typed in one pass, every named case is resolved
+with two queries, ids are minted in bulk, rows are plain tuples and each table gets one executemany.
+An Idempotency-Key makes a retried request (same key, same bytes) return the first answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+
+from tms.db import Database
+from tms.ids import new_id, new_ids, now_iso
+from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
+from tms.models.results import ItemError, ResultIn
+from tms.services import events
+from tms.services.errors import Conflict, InvalidInput
+from tms.services.results import STATUS_INDEX, decode_bulk, executed_at_text, failed_event, link, resolve_cases
+from tms.services.runs import completed_event, require_project
+from tms.store import idempotency as idempotency_store
+from tms.store import results as result_store
+from tms.store import runs as run_store
+
+MAX_KEY_LENGTH = 255
+_encoder = msgspec.json.Encoder()
+
+
+def check_idempotency_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_KEY_LENGTH or not key.isascii() or not key.isprintable():
+        raise InvalidInput(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable ASCII characters",
+                           field="Idempotency-Key")
+    return key
+
+
+async def _replay(row: dict[str, Any], request_sha256: str) -> tuple[int, bytes]:
+    if row["request_sha256"] != request_sha256:
+        raise Conflict("This Idempotency-Key was already used with a different request body; use a new key.")
+    return int(row["response_status"]), bytes(row["response_body"])
+
+
+async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
+    """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected."""
+    key = check_idempotency_key(idempotency_key)
+    request_sha256 = hashlib.sha256(raw).hexdigest() if key else ""
+    if key:
+        previous = await idempotency_store.get_answer(db, tenant_id, key)
+        if previous is not None:
+            return await _replay(previous, request_sha256)
+
+    body, items, errors = decode_bulk(raw, IngestBody, IngestBodyLoose)
+    if not items:
+        raise InvalidInput("results must hold at least one result", field="results")
+    await require_project(db, tenant_id, body.project_id)
+    by_code, by_id = await resolve_cases(db, tenant_id, items)
+
+    run_id, now = new_id(), now_iso()
+    run_name = (body.run_name or "").strip() or now
+    project_id, default_framework = body.project_id, body.framework
+    run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
+    ids = new_ids(len(items))
+    linked_rows: list[tuple[Any, ...]] = []
+    native_rows: list[tuple[Any, ...]] = []
+    # per case: (result id of its first row, last status): duplicates in one report upsert like POST results
+    linked_state: dict[str, tuple[str, str]] = {}
+    native_counts = [0, 0, 0, 0, 0, 0]
+    failed: list[dict[str, Any]] = []
+    item: ResultIn | None
+    for index, item in enumerate(items):
+        if item is None:
+            continue
+        case = link(item, by_code, by_id)
+        if isinstance(case, str):
+            errors[index] = case
+            continue
+        status = item.status
+        executed_at = None if item.executed_at is None else executed_at_text(item.executed_at)
+        framework = item.framework or default_framework
+        if case is None:
+            result_id = ids[index]
+            native_rows.append((
+                result_id, tenant_id, project_id, run_id, item.title, status, item.comment, item.bug_ticket_key,
+                item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack,
+                executed_at, now, now,
+            ))
+            native_counts[STATUS_INDEX[status]] += 1
+            if status == "FAILED":
+                failed.append(failed_event(run, result_id, None, item.title, item))
+            continue
+        case_id = case["id"]
+        previous = linked_state.get(case_id)
+        result_id = ids[index] if previous is None else previous[0]
+        linked_state[case_id] = (result_id, status)
+        title = item.title or case["title"]
+        linked_rows.append((
+            result_id, tenant_id, run_id, case_id, case["code"], title, status, item.comment, item.bug_ticket_key,
+            item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack, executed_at,
+            now, now,
+        ))
+        if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
+            failed.append(failed_event(run, result_id, case, title, item))
+
+    counts = native_counts
+    counts[0] = len(native_rows) + len(linked_state)
+    for _, status in linked_state.values():
+        counts[STATUS_INDEX[status]] += 1
+    accepted = len(linked_rows) + len(native_rows)
+    answer = IngestAnswer(
+        run_id=run_id, accepted=accepted, rejected=len(errors),
+        errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+    )
+    status_code = 207 if errors else 201
+    answer_body = _encoder.encode(answer)
+    run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
+
+    async with db.transaction() as tx:
+        if key:
+            # the authoritative check, under the write lock: a concurrent retry may have just finished
+            previous = await idempotency_store.get_answer(tx, tenant_id, key)
+            if previous is not None:
+                return await _replay(previous, request_sha256)
+        await require_project(tx, tenant_id, project_id)
+        await run_store.insert_run(
+            tx, run_id=run_id, tenant_id=tenant_id, project_id=project_id, name=run_name,
+            environment=body.environment, status="COMPLETED", created_at=now, counts=tuple(counts),  # type: ignore[arg-type]
+        )
+        if linked_rows:
+            await result_store.upsert_linked(tx, linked_rows)
+        if native_rows:
+            await result_store.insert_native(tx, native_rows)
+        await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
+        await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
+        if key:
+            await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)
+    return status_code, answer_body

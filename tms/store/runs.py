@@ -1,0 +1,85 @@
+"""SQL of the test_runs table; every query filters on tenant_id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tms.db import Database, Row, Transaction
+
+COLUMNS = (
+    "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
+    "results_passed, results_failed, results_broken, results_skipped, results_unknown"
+)
+COUNT_COLUMNS = ("results_total", "results_passed", "results_failed", "results_broken", "results_skipped",
+                 "results_unknown")
+
+
+async def get_run(db: Database | Transaction, tenant_id: str, run_id: str) -> Row | None:
+    return await db.fetch_one(f"SELECT {COLUMNS} FROM test_runs WHERE tenant_id = ? AND id = ?",
+                              (tenant_id, run_id))
+
+
+async def list_runs(
+    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int
+) -> tuple[list[Row], int]:
+    """A page in creation order, read off the index that matches the filters (see store.cases)."""
+    where, params = ["tenant_id = ?"], [tenant_id]
+    if project_id is not None:
+        where.append("project_id = ?")
+        params.append(project_id)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    condition = " AND ".join(where)
+    rows = await db.fetch_all(
+        f"SELECT {COLUMNS} FROM test_runs WHERE rowid IN "
+        f"(SELECT rowid FROM test_runs WHERE {condition} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
+        (*params, limit, offset),
+    )
+    total = await db.fetch_value(f"SELECT COUNT(*) FROM test_runs WHERE {condition}", params)
+    return rows, int(total)
+
+
+async def insert_run(
+    tx: Transaction,
+    *,
+    run_id: str,
+    tenant_id: str,
+    project_id: str,
+    name: str,
+    environment: str | None,
+    status: str,
+    created_at: str,
+    counts: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0),
+) -> None:
+    completed_at = created_at if status == "COMPLETED" else None
+    await tx.execute(
+        f"INSERT INTO test_runs (id, tenant_id, project_id, name, environment, status, created_at, updated_at, "
+        f"completed_at, {', '.join(COUNT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, tenant_id, project_id, name, environment, status, created_at, created_at, completed_at, *counts),
+    )
+
+
+async def update_run(tx: Transaction, tenant_id: str, run_id: str, changes: dict[str, Any]) -> int:
+    allowed = {"name", "environment", "status", "updated_at", "completed_at"}
+    if set(changes) - allowed:
+        raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    return await tx.execute(
+        f"UPDATE test_runs SET {assignments} WHERE tenant_id = ? AND id = ?",
+        (*changes.values(), tenant_id, run_id),
+    )
+
+
+async def add_results(
+    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
+) -> None:
+    """Adds to the run's counts after a write of results; the first results move PENDING to IN_PROGRESS."""
+    await tx.execute(
+        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
+        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
+        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ?, "
+        "status = CASE status WHEN 'PENDING' THEN 'IN_PROGRESS' ELSE status END "
+        "WHERE tenant_id = ? AND id = ?",
+        (*deltas, at, tenant_id, run_id),
+    )
