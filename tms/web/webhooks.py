@@ -1,0 +1,177 @@
+"""Settings → Developer → Webhooks: subscriptions (create, edit, pause, delete), delivery log, redeliver, ping.
+
+The pages share every rule with /api/webhooks through tms.services.webhooks (URL safety, events,
+secrets); this module only turns forms into the same request models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Router, get, post
+from litestar.response import Redirect, Template
+
+from tms.models.webhooks import SubscriptionCreate, SubscriptionUpdate
+from tms.services import webhooks as webhook_service
+from tms.services.errors import Conflict, DomainError, NotFound
+from tms.services.events import EVENT_NAMES
+from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.web.session import page_guard
+
+EVENT_HELP = {
+    "test_run.completed": "a run's status changes to COMPLETED",
+    "test_run_result.failed": "a result becomes FAILED in a run",
+    "bug.resolved": "a linked bug is resolved in the issue tracker",
+    "retest.required": "a test case is flagged for retest",
+}
+
+
+def _config(request: AnyRequest) -> Any:
+    return request.app.state.config
+
+
+def _form(single: dict[str, str], multi: dict[str, list[str]]) -> dict[str, Any]:
+    return {"url": single.get("url", "").strip(), "events": multi.get("events", []),
+            "secret": single.get("secret", ""), "active": single.get("active") == "on",
+            "remove_secret": single.get("remove_secret") == "on"}
+
+
+async def _list_page(request: AnyRequest, form: dict[str, Any] | None = None,
+                     errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    subscriptions = await webhook_service.list_subscriptions(db_of(request), _config(request), tenant_of(request))
+    return render(request, "webhooks/list.html", status_code=status_code, active_nav="settings",
+                  settings_nav="webhooks", subscriptions=subscriptions, event_names=EVENT_NAMES,
+                  event_help=EVENT_HELP, form=form or {"events": list(EVENT_NAMES[:2]), "active": True},
+                  errors=errors or {})
+
+
+@get("/")
+async def webhooks_page(request: AnyRequest) -> Template:
+    return await _list_page(request)
+
+
+@post("/", status_code=303)
+async def create_webhook(request: AnyRequest) -> Template | Redirect:
+    form = _form(*await form_of(request))
+    body, errors = convert(SubscriptionCreate, {"url": form["url"], "events": form["events"],
+                                                "secret": form["secret"] or None, "active": form["active"]})
+    if body is not None:
+        try:
+            created = await webhook_service.create_subscription(db_of(request), _config(request),
+                                                                tenant_of(request), body)
+        except DomainError as exc:
+            errors = field_errors(exc, "url")
+        else:
+            return done(request, f"/settings/webhooks/{created.id}",
+                        "Webhook created. Send a test ping to check the receiver.")
+    if "url" in errors and "length" in errors["url"].lower():
+        errors["url"] = "Enter the receiver's URL."
+    return await _list_page(request, form, errors, status_code=400)
+
+
+async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str, Any] | None = None,
+                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    db, config, tenant = db_of(request), _config(request), tenant_of(request)
+    try:
+        subscription = await webhook_service.get_subscription(db, config, tenant, subscription_id)
+        deliveries = await webhook_service.list_deliveries(db, config, tenant, subscription_id, limit=50)
+    except NotFound as exc:
+        raise not_found("webhook") from exc
+    if form is None:
+        form = {"url": subscription.url, "events": subscription.events, "active": subscription.active}
+    template = render(request, "webhooks/detail.html", status_code=status_code, active_nav="settings",
+                      settings_nav="webhooks", subscription=subscription, deliveries=deliveries,
+                      event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=errors or {})
+    if any(d.status == "pending" for d in deliveries):
+        # the log is a live view while a delivery is in flight: refresh so the attempt shows up
+        template.headers["Refresh"] = "3"
+    return template
+
+
+@get("/{subscription_id:str}")
+async def webhook_page(request: AnyRequest, subscription_id: str) -> Template:
+    return await _detail_page(request, subscription_id)
+
+
+@post("/{subscription_id:str}", status_code=303)
+async def update_webhook(request: AnyRequest, subscription_id: str) -> Template | Redirect:
+    form = _form(*await form_of(request))
+    data: dict[str, Any] = {"url": form["url"], "events": form["events"], "active": form["active"]}
+    if form["remove_secret"]:
+        data["secret"] = None
+    elif form["secret"]:
+        data["secret"] = form["secret"]  # an empty field keeps the current secret
+    body, errors = convert(SubscriptionUpdate, data)
+    if body is not None:
+        try:
+            await webhook_service.update_subscription(db_of(request), _config(request), tenant_of(request),
+                                                      subscription_id, body)
+        except NotFound as exc:
+            raise not_found("webhook") from exc
+        except DomainError as exc:
+            errors = field_errors(exc, "url")
+        else:
+            return done(request, f"/settings/webhooks/{subscription_id}", "Webhook saved.")
+    return await _detail_page(request, subscription_id, form, errors, status_code=400)
+
+
+async def _set_active(request: AnyRequest, subscription_id: str, active: bool) -> Redirect:
+    try:
+        await webhook_service.update_subscription(db_of(request), _config(request), tenant_of(request),
+                                                  subscription_id, SubscriptionUpdate(active=active))
+    except NotFound as exc:
+        raise not_found("webhook") from exc
+    message = "Webhook resumed." if active else "Webhook paused: no deliveries are sent until you resume it."
+    return done(request, f"/settings/webhooks/{subscription_id}", message)
+
+
+@post("/{subscription_id:str}/pause", status_code=303)
+async def pause_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+    return await _set_active(request, subscription_id, False)
+
+
+@post("/{subscription_id:str}/resume", status_code=303)
+async def resume_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+    return await _set_active(request, subscription_id, True)
+
+
+@post("/{subscription_id:str}/delete", status_code=303)
+async def delete_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+    try:
+        await webhook_service.delete_subscription(db_of(request), _config(request), tenant_of(request),
+                                                  subscription_id)
+    except NotFound as exc:
+        raise not_found("webhook") from exc
+    return done(request, "/settings/webhooks", "Webhook deleted.")
+
+
+@post("/{subscription_id:str}/ping", status_code=303)
+async def ping_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+    target = f"/settings/webhooks/{subscription_id}"
+    try:
+        await webhook_service.ping(db_of(request), _config(request), tenant_of(request), subscription_id)
+    except NotFound as exc:
+        raise not_found("webhook") from exc
+    except Conflict as exc:
+        return done(request, target, exc.detail[:1].upper() + exc.detail[1:] + ".", "error")
+    return done(request, target, "Test ping queued. Its delivery appears in the log below.")
+
+
+@post("/{subscription_id:str}/deliveries/{delivery_id:str}/redeliver", status_code=303)
+async def redeliver(request: AnyRequest, subscription_id: str, delivery_id: str) -> Redirect:
+    target = f"/settings/webhooks/{subscription_id}"
+    try:
+        await webhook_service.redeliver(db_of(request), _config(request), tenant_of(request), subscription_id,
+                                        delivery_id)
+    except NotFound as exc:
+        raise not_found("delivery") from exc
+    except Conflict as exc:
+        return done(request, target, exc.detail[:1].upper() + exc.detail[1:] + ".", "error")
+    return done(request, target, "Delivery queued again with a fresh retry budget.")
+
+
+def router() -> Router:
+    return Router(path="/settings/webhooks",
+                  route_handlers=[webhooks_page, create_webhook, webhook_page, update_webhook, pause_webhook,
+                                  resume_webhook, delete_webhook, ping_webhook, redeliver],
+                  guards=[page_guard], include_in_schema=False)
