@@ -261,6 +261,7 @@ EXE = b"MZ\x90\x00\x03\x00\x00\x00" + bytes(120)
         ("data.json", b"not json at all"),
         ("drawing.svg", HTML),
         ("drawing.svg", b"<?xml version='1.0'?><html><svg/></html>"),
+        ("drawing.svg", b"<!---->" * 5000 + b"<html/>"),  # a prolog built to make a regex backtrack
         ("notes.txt", "caf\xe9".encode("latin-1")),  # not UTF-8
         ("notes.txt", b"text\x00with nul"),
         ("notes.txt", PNG),
