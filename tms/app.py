@@ -1,0 +1,234 @@
+"""create_app(config) -> Litestar: the one place that wires routes, middleware and background tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar, Request, Router, get
+from litestar.config.csrf import CSRFConfig
+from litestar.contrib.jinja import JinjaTemplateEngine
+from litestar.datastructures import State
+from litestar.middleware import DefineMiddleware
+from litestar.middleware.session.server_side import ServerSideSessionConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.plugins.flash import FlashConfig, FlashPlugin
+from litestar.response import Redirect
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
+
+from tms import __version__
+from tms.api import attachments as attachments_api
+from tms.api import cases as cases_api
+from tms.api import ingest as ingest_api
+from tms.api import me as me_api
+from tms.api import projects as projects_api
+from tms.api import results as results_api
+from tms.api import retention as retention_api
+from tms.api import runs as runs_api
+from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
+from tms.api.reference import ApiReferencePlugin
+from tms.config import Config
+from tms.db import Database
+from tms.problems import EXCEPTION_HANDLERS
+from tms.services import attachments as attachment_service
+from tms.services import retention
+from tms.services.tokens import LastUsedTracker
+from tms.store.sessions import SQLiteSessionStore
+from tms.store.settings import get_or_create_setting
+from tms.web import auth as web_auth
+from tms.web import cases as web_cases
+from tms.web import home as web_home
+from tms.web import integrations as web_integrations
+from tms.web import projects as web_projects
+from tms.web import tokens as web_tokens
+from tms.web import webhooks as web_webhooks
+from tms.web import webhooks_api
+from tms.web.session import LoginRequired
+from tms.web.throttle import LoginThrottle
+from tms.webhooks.dispatcher import Dispatcher
+
+log = logging.getLogger(__name__)
+
+PACKAGE_DIR = Path(__file__).parent
+DEFAULT_MAX_BODY = 10 * 1024 * 1024
+SESSION_MAX_AGE = 14 * 24 * 3600
+
+
+@get("/healthz", include_in_schema=False, sync_to_thread=False)
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
+    return Redirect(exc.location)
+
+
+def _api_router() -> Router:
+    return Router(
+        path="/api/v1",
+        route_handlers=[
+            me_api.get_me,
+            projects_api.list_projects,
+            projects_api.create_project,
+            attachments_api.upload_attachments,
+            attachments_api.download_attachment,
+            cases_api.list_cases,
+            cases_api.create_case,
+            cases_api.get_case,
+            cases_api.update_case,
+            cases_api.delete_case,
+            runs_api.list_runs,
+            runs_api.create_run,
+            runs_api.get_run,
+            runs_api.update_run,
+            results_api.list_results,
+            results_api.post_results,
+            ingest_api.ingest,
+            retention_api.sweep,
+        ],
+        middleware=[DefineMiddleware(BearerAuthMiddleware)],
+        guards=[scope_guard],
+        tags=["api"],
+    )
+
+
+def _web_routers() -> list[Any]:
+    return [
+        web_auth.login_page,
+        web_auth.login,
+        web_auth.logout,
+        web_auth.setup_page,
+        web_auth.setup,
+        web_home.router(),
+        web_projects.router(),
+        web_tokens.router(),
+        web_cases.router(),
+        web_webhooks.router(),
+        webhooks_api.router(),
+        web_integrations.settings_router(),
+        web_integrations.cases_router(),
+        web_integrations.inbound_router(),
+    ]
+
+
+async def _every(seconds: float, job: Callable[[], Awaitable[Any]], name: str) -> None:
+    """Runs ``job`` every ``seconds``; a failing run is logged and the loop goes on."""
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            await job()
+        except Exception:
+            log.exception("background job %s failed", name)
+
+
+def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
+    db = Database(config.db_path)
+    token_usage = LastUsedTracker()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        await db.open()
+        config.attachments_dir.mkdir(parents=True, exist_ok=True)
+        # the CSRF middleware reads its secret from this config object on each request
+        csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
+        # the outbox drain: resumes pending deliveries from the database, then follows new events
+        dispatcher = Dispatcher(db, config)
+        await dispatcher.start()
+        tasks = [
+            asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
+            asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
+            asyncio.create_task(_every(24 * 3600, lambda: retention.sweep_all(db, config), "retention sweep")),
+            asyncio.create_task(
+                _every(
+                    24 * 3600,
+                    lambda: attachment_service.sweep_orphans(db, config.attachments_dir),
+                    "attachment orphan sweep",
+                )
+            ),
+        ]
+        try:
+            yield
+        finally:
+            await dispatcher.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await token_usage.flush(db)
+            await db.close()
+
+    async def _daily() -> None:
+        await db.housekeeping()
+        await session_store.delete_expired()
+
+    session_store = SQLiteSessionStore(db)
+
+    csrf_config = CSRFConfig(
+        secret=secrets.token_urlsafe(32),
+        cookie_secure=config.production,
+        # /api/v1 authenticates with Bearer tokens (no ambient credentials); /api/webhooks checks CSRF
+        # itself after the session check, and inbound tracker webhooks are signed.
+        exclude=["/api/"],
+    )
+    session_config = ServerSideSessionConfig(
+        key="tms_session",
+        max_age=SESSION_MAX_AGE,
+        httponly=True,
+        samesite="lax",
+        secure=config.production,
+        exclude=["/api/v1", "/static", "/schema", "/healthz"],
+        renew_on_access=False,
+    )
+    template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
+
+    state = State(
+        {
+            "config": config,
+            "db": db,
+            "token_usage": token_usage,
+            "login_throttle": LoginThrottle(),
+            "setup_token": setup_token,
+            "setup_done": False,
+        }
+    )
+    return Litestar(
+        route_handlers=[
+            healthz,
+            _api_router(),
+            *_web_routers(),
+            create_static_files_router(path="/static", directories=[PACKAGE_DIR / "static"],
+                                       include_in_schema=False),
+        ],
+        lifespan=[lifespan],
+        state=state,
+        stores={"sessions": session_store},
+        middleware=[session_config.middleware],
+        csrf_config=csrf_config,
+        template_config=template_config,
+        plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
+        exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
+        request_max_body_size=DEFAULT_MAX_BODY,
+        openapi_config=OpenAPIConfig(
+            title="TMS API",
+            version=__version__,
+            description="Test management service. Every /api/v1 operation needs `Authorization: Bearer "
+            "svc_<prefix>_<secret>`; the security requirement of each operation names its scope.",
+            path="/schema",
+            components=Components(
+                security_schemes={
+                    BEARER_SCHEME: SecurityScheme(
+                        type="http", scheme="bearer", description="svc_<prefix>_<secret> token"
+                    )
+                }
+            ),
+            render_plugins=[ApiReferencePlugin(), JsonRenderPlugin()],
+        ),
+        debug=False,
+    )

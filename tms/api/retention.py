@@ -1,4 +1,4 @@
-"""/api/v1/admin: maintenance a tenant may trigger for itself."""
+"""/api/v1/admin/sweep: the retention sweep of unlinked results, for the caller's tenant."""
 
 from __future__ import annotations
 
