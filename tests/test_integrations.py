@@ -379,7 +379,8 @@ def test_a_key_known_only_in_another_tenant_changes_nothing(server: ServerProces
 
     assert response.status_code == 200
     assert response.json()["data"]["cases"] == 0
-    assert outbox(server, tenant.id) == [] and outbox(server, other_tenant.id) == []
+    for event in ("bug.resolved", "retest.required"):
+        assert outbox(server, tenant.id, event) == [] and outbox(server, other_tenant.id, event) == []
     assert get_case(other_tenant, their_case)["needs_retest"] is False
 
 

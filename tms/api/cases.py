@@ -10,17 +10,18 @@ from tms.services import cases as case_service
 from tms.services.tokens import ApiPrincipal
 
 
-@get("/cases", **requires("read"), summary="List test cases (filters project_id, status; limit/offset)")
+@get("/cases", **requires("read"), summary="List test cases (filters project_id, status, needs_retest; limit/offset)")
 async def list_cases(
     request: Request[ApiPrincipal, str, object],
     project_id: str | None = None,
     status: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    needs_retest: bool | None = None,
 ) -> CaseList:
     cases, pagination = await case_service.list_cases(
         request.app.state.db, request.user.tenant_id,
-        project_id=project_id, status=status, limit=limit, offset=offset,
+        project_id=project_id, status=status, limit=limit, offset=offset, needs_retest=needs_retest,
     )
     return CaseList(data=cases, pagination=pagination)
 

@@ -60,6 +60,8 @@ class CaseUpdate(RequestBody):
     automation_status: AutomationStatus | UnsetType = UNSET
     tags: Tags | UnsetType = UNSET
     tickets: Tickets | UnsetType = UNSET
+    # true puts the case in the retest queue (firing retest.required), false takes it out
+    needs_retest: bool | UnsetType = UNSET
 
 
 class Case(msgspec.Struct):
@@ -77,6 +79,10 @@ class Case(msgspec.Struct):
     tickets: list[Ticket]
     created_at: str
     updated_at: str
+    needs_retest: bool = False
+    retest_reason: str | None = None
+    retest_bug_key: str | None = None
+    retest_flagged_at: str | None = None
 
 
 class Pagination(msgspec.Struct):

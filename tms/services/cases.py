@@ -17,6 +17,7 @@ from tms.models.cases import CASE_STATUSES, CODE_PATTERN, Case, CaseCreate, Case
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.gherkin import validate_gherkin
 from tms.services.paging import page_window
+from tms.services.retest import set_needs_retest
 from tms.store import cases as case_store
 from tms.store import tenants as tenant_store
 
@@ -42,6 +43,10 @@ def case_from_row(row: Row) -> Case:
         tickets=_tickets_decoder.decode(row["tickets"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        needs_retest=bool(row.get("needs_retest")),
+        retest_reason=row.get("retest_reason"),
+        retest_bug_key=row.get("retest_bug_key"),
+        retest_flagged_at=row.get("retest_flagged_at"),
     )
 
 
@@ -157,13 +162,14 @@ async def list_cases(
     status: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    needs_retest: bool | None = None,
 ) -> tuple[list[Case], Pagination]:
     """A page of the library in creation order. An unknown project_id simply matches nothing."""
     limit, offset = page_window(limit, offset)
     if status is not None and status not in CASE_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(CASE_STATUSES)}", field="status")
     rows, total = await case_store.list_cases(
-        db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset
+        db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset, needs_retest=needs_retest
     )
     return [case_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
 
@@ -172,7 +178,7 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
     changes: dict[str, Any] = {}
     for field in body.__struct_fields__:
         value = getattr(body, field)
-        if value is msgspec.UNSET:
+        if value is msgspec.UNSET or field == "needs_retest":
             continue
         if field == "title":
             value = _clean_title(value)
@@ -198,6 +204,9 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
         if changes:
             changes["updated_at"] = now_iso()
             await case_store.update_case(tx, tenant_id, row["id"], changes)
+        if body.needs_retest is not msgspec.UNSET:
+            # the retest queue owns the flag and fires retest.required, in this transaction
+            await set_needs_retest(tx, db, tenant_id, row["id"], body.needs_retest)
         updated = await case_store.get_case(tx, tenant_id, row["id"])
     assert updated is not None
     return case_from_row(updated)

@@ -13,6 +13,8 @@ COLUMNS = (
     "tags, tickets, created_at, updated_at"
 )
 INSERT_COLUMNS = ("id", "tenant_id", *[c.strip() for c in COLUMNS.split(",")[1:]])
+# What reads return: the retest flag (migration 0008) is set and cleared by tms.services.retest only.
+READ_COLUMNS = COLUMNS + ", needs_retest, retest_reason, retest_bug_key, retest_flagged_at"
 
 # Columns a PATCH may set (the dict keys given to update_case are checked against this).
 UPDATABLE = frozenset(
@@ -22,16 +24,18 @@ UPDATABLE = frozenset(
 
 
 async def get_case(db: Database | Transaction, tenant_id: str, case_id: str) -> Row | None:
-    return await db.fetch_one(f"SELECT {COLUMNS} FROM test_cases WHERE tenant_id = ? AND id = ?",
+    return await db.fetch_one(f"SELECT {READ_COLUMNS} FROM test_cases WHERE tenant_id = ? AND id = ?",
                               (tenant_id, case_id))
 
 
 async def get_case_by_code(db: Database | Transaction, tenant_id: str, code: str) -> Row | None:
-    return await db.fetch_one(f"SELECT {COLUMNS} FROM test_cases WHERE tenant_id = ? AND code = ?",
+    return await db.fetch_one(f"SELECT {READ_COLUMNS} FROM test_cases WHERE tenant_id = ? AND code = ?",
                               (tenant_id, code))
 
 
-def _filters(tenant_id: str, project_id: str | None, status: str | None) -> tuple[str, list[Any]]:
+def _filters(
+    tenant_id: str, project_id: str | None, status: str | None, needs_retest: bool | None = None
+) -> tuple[str, list[Any]]:
     where, params = ["tenant_id = ?"], [tenant_id]
     if project_id is not None:
         where.append("project_id = ?")
@@ -39,20 +43,24 @@ def _filters(tenant_id: str, project_id: str | None, status: str | None) -> tupl
     if status is not None:
         where.append("status = ?")
         params.append(status)
+    if needs_retest is not None:
+        # a literal, not a parameter: only then can SQLite use the partial index of the retest queue
+        where.append("needs_retest = 1" if needs_retest else "needs_retest = 0")
     return " AND ".join(where), params
 
 
 async def list_cases(
-    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int
+    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int,
+    needs_retest: bool | None = None,
 ) -> tuple[list[Row], int]:
     """One page in creation order, and the total matching the filters.
 
     Each filter combination has an index whose entries are in rowid order, so the inner query walks
     only the index (no table rows, no sort) to skip ``offset`` entries; the outer one reads the page.
     """
-    where, params = _filters(tenant_id, project_id, status)
+    where, params = _filters(tenant_id, project_id, status, needs_retest)
     rows = await db.fetch_all(
-        f"SELECT {COLUMNS} FROM test_cases WHERE rowid IN "
+        f"SELECT {READ_COLUMNS} FROM test_cases WHERE rowid IN "
         f"(SELECT rowid FROM test_cases WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
         (*params, limit, offset),
     )
