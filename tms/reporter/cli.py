@@ -1,8 +1,39 @@
-"""`tms ingest REPORT... --project ID`: argument parsing and the command's flow."""
+"""`tms ingest REPORT... --project ID`: argument parsing and the command's flow.
+
+find files -> detect each one's format -> parse -> fold retries -> map to ingest items -> one
+gzip POST /api/v1/ingest (retried under one Idempotency-Key) -> summary.
+
+Exit status (docs/reporter.md):
+  0  every result accepted (201), or some rejected (207) without --strict: a warning lists them
+  1  a report cannot be parsed (file, line, reason), holds no test, or the service refused the
+     request (4xx: bad token, missing scope, unknown project, body too large)
+  2  usage or configuration error: no URL or token, a report path that does not exist
+  3  some results rejected (207) with --strict
+  4  the service could not be reached, or kept answering 5xx/429, after every retry
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from collections import Counter
+from typing import Any, TextIO
+from urllib.parse import quote, urlsplit
+
+from tms.reporter.cucumber import parse_cucumber
+from tms.reporter.files import CUCUMBER, NoReports, classify, expand
+from tms.reporter.junit import parse_junit
+from tms.reporter.mapping import Item, to_items
+from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries
+from tms.reporter.upload import NetworkFailure, Reply, compress, post_ingest
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_REJECTED = 3
+EXIT_NETWORK = 4
 
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,7 +44,327 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--framework", help="framework label when the report does not name one")
     parser.add_argument("--url", help="service base URL (default: $TMS_URL)")
     parser.add_argument("--token", help="API token with write scope (default: $TMS_TOKEN)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="parse and print what would be sent, create nothing; with a URL and token, "
+                             "also list the case codes the service does not know")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
+    parser.add_argument("--strict", action="store_true", help="exit 3 when the service rejects any result")
+    parser.add_argument("-v", "--verbose", action="store_true", help="tell each file, request and retry")
+    parser.add_argument("--retries", type=int, default=4, metavar="N",
+                        help="retries on connection errors, 429 and 5xx (default: 4)")
+    parser.add_argument("--retry-backoff", type=float, default=1.0, metavar="SECONDS",
+                        help="first retry delay, doubled each time (default: 1)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="time limit of one request (default: 120)")
 
 
-def run_ingest(args: argparse.Namespace) -> int:
-    raise SystemExit("tms ingest: the reporter is being built in issue 6")
+class Console:
+    """All output goes through here, so the token cannot reach a CI log even inside an error text."""
+
+    def __init__(self, token: str | None, verbose: bool, stdout: TextIO, stderr: TextIO) -> None:
+        self.token = token
+        self.verbose = verbose
+        self.stdout = stdout
+        self.stderr = stderr
+        self.tty = stderr.isatty()
+        self._progress_shown = False
+
+    def _clean(self, text: str) -> str:
+        if self.token and len(self.token) >= 4:
+            text = text.replace(self.token, "***")
+        return text
+
+    def out(self, text: str = "") -> None:
+        self.end_progress()
+        self.stdout.write(self._clean(text) + "\n")
+        self.stdout.flush()
+
+    def err(self, text: str) -> None:
+        self.end_progress()
+        self.stderr.write(self._clean(text) + "\n")
+        self.stderr.flush()
+
+    def debug(self, text: str) -> None:
+        if self.verbose:
+            self.err(f"tms ingest: {text}")
+
+    def progress(self, text: str) -> None:
+        """A line rewritten in place on a terminal; nothing in a CI log, where it would be noise."""
+        if self.tty:
+            self.stderr.write("\r\x1b[K" + self._clean(text))
+            self.stderr.flush()
+            self._progress_shown = True
+
+    def end_progress(self) -> None:
+        if self._progress_shown:
+            self.stderr.write("\r\x1b[K")
+            self.stderr.flush()
+            self._progress_shown = False
+
+
+def run_ingest(args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    url = (args.url or os.environ.get("TMS_URL") or "").strip().rstrip("/")
+    token = (args.token or os.environ.get("TMS_TOKEN") or "").strip()
+    console = Console(token or None, args.verbose, stdout or sys.stdout, stderr or sys.stderr)
+    try:
+        return _run(args, url, token, console)
+    except KeyboardInterrupt:
+        console.err("tms ingest: interrupted")
+        return 130
+
+
+def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> int:
+    problem = _check_settings(args, url, token)
+    if problem:
+        console.err(f"tms ingest: error: {problem}")
+        return EXIT_USAGE
+
+    try:
+        files, warnings = expand(args.reports)
+    except NoReports as exc:
+        console.err(f"tms ingest: error: {exc}")
+        return EXIT_USAGE
+    for warning in warnings:
+        console.err(f"tms ingest: warning: {warning}")
+
+    try:
+        outcomes, parsed = _parse_all(args.reports, files, console)
+    except ReportError as exc:
+        console.err(f"tms ingest: error: {exc}")
+        return EXIT_FAILED
+    if not outcomes:
+        console.err(f"tms ingest: error: no test found in {len(parsed)} report(s): {', '.join(parsed) or '-'}")
+        return EXIT_FAILED
+
+    items = to_items(outcomes)
+    payload = _payload(args, items)
+    summary = _summary(args, files=parsed, outcomes=outcomes, items=items)
+
+    if args.dry_run:
+        return _dry_run(args, url, token, payload, items, summary, console)
+
+    body = compress(payload)
+    console.debug(f"{len(items)} results, {len(body)} bytes gzip")
+    console.progress(f"uploading {len(items)} results ({_size(len(body))} gzip)...")
+    try:
+        reply = post_ingest(url, token, body, retries=max(0, args.retries), backoff=max(0.0, args.retry_backoff),
+                            timeout=args.timeout, log=console.debug)
+    except NetworkFailure as exc:
+        console.err(f"tms ingest: error: could not deliver the results to {url}: {exc}")
+        return EXIT_NETWORK
+    return _answer(args, url, reply, items, summary, console)
+
+
+def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | None:
+    if not args.project.strip():
+        return "--project must name a project id"
+    if args.retries < 0 or args.retry_backoff < 0 or args.timeout <= 0:
+        return "--retries and --retry-backoff must be >= 0, --timeout > 0"
+    if args.dry_run and not (url and token):
+        return None  # a dry run without a service only parses
+    if not url:
+        return "no service URL: pass --url or set TMS_URL"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"--url/TMS_URL must be an http(s) URL, got {url!r}"
+    if not token:
+        return "no API token: set TMS_TOKEN (or pass --token) to a token with the write scope"
+    return None
+
+
+def _parse_all(arguments: list[str], files: list[str], console: Console) -> tuple[list[TestOutcome], list[str]]:
+    explicit = {os.path.normpath(a) for a in arguments if os.path.isfile(a)}
+    reports, skipped = classify(files, explicit)
+    for path in skipped:
+        console.debug(f"skipped {path}: not a JUnit XML or Cucumber JSON report")
+    outcomes: list[TestOutcome] = []
+    parsed: list[str] = []
+    for report in reports:
+        def tick(count: int, path: str = report.path) -> None:
+            console.progress(f"parsing {path}: {count} tests")
+
+        try:
+            found = parse_cucumber(report.path) if report.format == CUCUMBER else parse_junit(report.path, tick)
+        except ReportError as exc:
+            if exc.not_a_report and report.path not in explicit:
+                console.debug(f"skipped {report.path}: {exc.reason}")
+                continue
+            raise
+        frameworks = sorted({o.framework for o in found if o.framework})
+        console.debug(f"{report.path}: {report.format}, {len(found)} tests"
+                      + (f", framework {', '.join(frameworks)}" if frameworks else ""))
+        outcomes.extend(found)
+        parsed.append(report.path)
+    console.end_progress()
+    return fold_retries(outcomes), parsed
+
+
+def _payload(args: argparse.Namespace, items: list[Item]) -> dict[str, Any]:
+    payload: dict[str, Any] = {"project_id": args.project.strip()}
+    if args.run_name:
+        payload["run_name"] = args.run_name
+    if args.environment:
+        payload["environment"] = args.environment
+    if args.framework:
+        payload["framework"] = args.framework  # the default; a framework read from a report overrides it
+    payload["results"] = [item.result for item in items]
+    return payload
+
+
+def _summary(args: argparse.Namespace, *, files: list[str], outcomes: list[TestOutcome],
+             items: list[Item]) -> dict[str, Any]:
+    statuses = Counter(item.result["status"] for item in items)
+    linked = sum(1 for item in items if item.code)
+    flaky = sum(1 for o in outcomes if o.status == "PASSED" and any(a in ("FAILED", "BROKEN") for a in o.attempts))
+    return {
+        "project_id": args.project.strip(),
+        "run_id": None,
+        "url": None,
+        "files": files,
+        "tests": len(outcomes),
+        "results": len(items),
+        "accepted": None,
+        "rejected": None,
+        "statuses": {status: statuses.get(status, 0) for status in STATUSES},
+        "linked": linked,
+        "unlinked": len(items) - linked,
+        "flaky": flaky,
+        "errors": [],
+    }
+
+
+def _answer(args: argparse.Namespace, url: str, reply: Reply, items: list[Item], summary: dict[str, Any],
+            console: Console) -> int:
+    body = reply.body if isinstance(reply.body, dict) else {}
+    if reply.status_code not in (200, 201, 207):
+        return _refused(reply, console, args)
+    data = body.get("data") if isinstance(body.get("data"), dict) else {}
+    run_id = body.get("run_id") or data.get("run_id") or data.get("id")
+    errors = body.get("errors") or data.get("errors") or []
+    summary["run_id"] = run_id
+    summary["url"] = f"{url}/runs/{run_id}" if run_id else None
+    summary["attempts"] = reply.attempts
+    rejected = []
+    for error in errors if isinstance(errors, list) else []:
+        index = error.get("index") if isinstance(error, dict) else None
+        reason = str(error.get("error") or error.get("message") or error) if isinstance(error, dict) else str(error)
+        item = items[index] if isinstance(index, int) and 0 <= index < len(items) else None
+        rejected.append({
+            "index": index,
+            "title": item.title if item else None,
+            "test_case_code": item.code if item else None,
+            "error": reason,
+        })
+    summary["errors"] = rejected
+    summary["rejected"] = _int(body.get("rejected", data.get("rejected")), len(rejected))
+    summary["accepted"] = _int(body.get("accepted", data.get("accepted")), len(items) - summary["rejected"])
+
+    if args.json:
+        console.out(json.dumps(summary, ensure_ascii=False, indent=2))
+    else:
+        _print_summary(summary, console)
+    if summary["rejected"]:
+        if args.strict:
+            console.err(f"tms ingest: error: {summary['rejected']} result(s) rejected (--strict)")
+            return EXIT_REJECTED
+        console.err(f"tms ingest: warning: {summary['rejected']} result(s) rejected; the run holds the rest "
+                    "(--strict makes this fail the job)")
+    return EXIT_OK
+
+
+def _refused(reply: Reply, console: Console, args: argparse.Namespace) -> int:
+    body = reply.body
+    if isinstance(body, dict):
+        detail = ": ".join(str(body[k]) for k in ("title", "detail") if body.get(k))
+        fields = [f"{e.get('field')}: {e.get('message')}" for e in body.get("errors") or [] if isinstance(e, dict)]
+    else:
+        detail, fields = str(body).strip()[:500], []
+    hint = {
+        401: "the token is missing, malformed, revoked or unknown: check TMS_TOKEN",
+        403: "the token lacks the write scope",
+        404: f"no project {args.project!r} in this token's tenant",
+        413: "the request is too large for the service: split the reports into several runs",
+    }.get(reply.status_code)
+    if args.json:
+        console.out(json.dumps({"error": {"status": reply.status_code, "detail": detail, "errors": fields,
+                                          "hint": hint}}, ensure_ascii=False, indent=2))
+    console.err(f"tms ingest: error: the service refused the ingest: HTTP {reply.status_code} {detail}".rstrip())
+    for line in fields:
+        console.err(f"  {line}")
+    if hint:
+        console.err(f"  hint: {hint}")
+    return EXIT_FAILED
+
+
+def _print_summary(summary: dict[str, Any], console: Console) -> None:
+    statuses = ", ".join(f"{s} {n}" for s, n in summary["statuses"].items() if n)
+    console.out(f"run {summary['run_id']}: {summary['url']}")
+    console.out(f"  {summary['tests']} tests in {len(summary['files'])} report(s) -> {summary['results']} results: "
+                f"{summary['accepted']} accepted, {summary['rejected']} rejected")
+    console.out(f"  status: {statuses}")
+    console.out(f"  linked to cases: {summary['linked']}, unlinked: {summary['unlinked']}"
+                + (f", flaky (passed on retry): {summary['flaky']}" if summary["flaky"] else ""))
+    if summary["errors"]:
+        console.out("  rejected:")
+        for error in summary["errors"]:
+            code = f" [{error['test_case_code']}]" if error["test_case_code"] else ""
+            console.out(f"    #{error['index']} {error['title']}{code}: {error['error']}")
+
+
+def _dry_run(args: argparse.Namespace, url: str, token: str, payload: dict[str, Any], items: list[Item],
+             summary: dict[str, Any], console: Console) -> int:
+    unknown: list[str] | None = None
+    if url and token:
+        codes = list(dict.fromkeys(item.code for item in items if item.code))
+        try:
+            unknown = _unknown_codes(url, token, codes, args.timeout, console)
+        except _CheckFailed as exc:
+            console.err(f"tms ingest: warning: could not check the case codes: {exc}")
+    if args.json:
+        console.out(json.dumps({**summary, "dry_run": True, "unknown_codes": unknown, "payload": payload},
+                               ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for item in items:
+        console.out(f"{item.result['status']:<8} {item.code or '-':<14} {item.title}")
+    statuses = ", ".join(f"{s} {n}" for s, n in summary["statuses"].items() if n)
+    console.out(f"dry run: {summary['tests']} tests in {len(summary['files'])} report(s) -> "
+                f"{summary['results']} results for project {summary['project_id']} ({statuses}); "
+                f"linked {summary['linked']}, unlinked {summary['unlinked']}; nothing was sent")
+    if unknown is not None:
+        if unknown:
+            console.out(f"unknown case codes (would be rejected): {', '.join(unknown)}")
+        else:
+            console.out("every case code is known to the service")
+    return EXIT_OK
+
+
+class _CheckFailed(Exception):
+    pass
+
+
+def _unknown_codes(url: str, token: str, codes: list[str], timeout: float, console: Console) -> list[str]:
+    """GET /api/v1/cases/{code} per code: the same tenant-wide lookup the ingest makes, read only."""
+    import httpx
+
+    unknown = []
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=timeout) as client:
+            for code in codes:
+                response = client.get(f"/api/v1/cases/{quote(code, safe='')}")
+                console.debug(f"GET /api/v1/cases/{code} -> {response.status_code}")
+                if response.status_code == 404:
+                    unknown.append(code)
+                elif response.status_code != 200:
+                    raise _CheckFailed(f"HTTP {response.status_code} on GET /api/v1/cases/{code}")
+    except httpx.HTTPError as exc:
+        raise _CheckFailed(type(exc).__name__) from exc
+    return unknown
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _size(count: int) -> str:
+    return f"{count / 1_000_000:.1f} MB" if count >= 1_000_000 else f"{count / 1000:.0f} kB"

@@ -1,0 +1,321 @@
+"""JUnit XML in all its dialects, parsed as a stream.
+
+Covered: a `<testsuites>` or a bare `<testsuite>` root, testsuites nested to any depth (flattened into
+a suite path), `<failure>`/`<error>`/`<skipped>` with their message and body, `<system-out>` and
+`<system-err>` on cases and on suites, `<properties>`, `time` in seconds with or without decimals
+(and with a thousands separator, as some Surefire locales write it), timestamps with or without a
+zone, and Surefire's `rerunFailure`/`rerunError`/`flakyFailure`/`flakyError` retry records.
+
+The file is read with ``iterparse`` from defusedxml, so an entity bomb or an external entity is
+refused instead of expanded, and each finished `<testcase>` is dropped from the tree at once: memory
+grows with the results kept, not with the size of the XML.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from xml.etree.ElementTree import ParseError
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import iterparse
+
+from tms.reporter.model import ReportError, TestOutcome
+
+# a failing test's own output goes into its stack; more than this is noise in a result page
+MAX_OUTPUT_CHARS = 16_000
+
+_RETRY_TAGS = {
+    "rerunFailure": "FAILED",
+    "rerunError": "BROKEN",
+    "flakyFailure": "FAILED",
+    "flakyError": "BROKEN",
+}
+_XSI_SCHEMA = "{http://www.w3.org/2001/XMLSchema-instance}noNamespaceSchemaLocation"
+
+
+@dataclass(slots=True)
+class _Suite:
+    name: str
+    timestamp: str | None
+    framework: str | None
+    node: bool = False  # node's test runner: classname is always the word "test"
+    outcomes: list[TestOutcome] = field(default_factory=list)  # only the non-passing ones
+
+
+def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> list[TestOutcome]:
+    """Every `<testcase>` of the file as a TestOutcome, in document order.
+
+    Raises ReportError naming the file, the line and the reason when the XML is malformed, is not a
+    JUnit report, or declares entities (the billion-laughs family).
+    """
+    outcomes: list[TestOutcome] = []
+    stack: list[Any] = []
+    suites: list[_Suite] = []
+    root_framework: str | None = None
+    try:
+        for event, elem in iterparse(path, events=("start", "end")):
+            tag = _local(elem.tag)
+            if event == "start":
+                if not stack:
+                    if tag not in ("testsuites", "testsuite"):
+                        hint = " (Robot Framework: write one with --xunit FILE)" if tag == "robot" else ""
+                        raise ReportError(path, f"not a JUnit XML report: root element <{tag}>{hint}", 1,
+                                          not_a_report=True)
+                    root_framework = _framework_from_root(elem)
+                if tag == "testsuite":
+                    outer = suites[-1].framework if suites else root_framework
+                    suites.append(_Suite(
+                        name=(elem.get("name") or "").strip(),
+                        timestamp=elem.get("timestamp") or (suites[-1].timestamp if suites else None),
+                        framework=_framework_from_suite(elem) or outer,
+                        node=elem.get("disabled") is not None and elem.get("hostname") is not None,
+                    ))
+                stack.append(elem)
+                continue
+
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "testcase":
+                suite = suites[-1] if suites else None
+                outcome = _testcase(elem, suites, suite.framework if suite else root_framework, path)
+                outcomes.append(outcome)
+                if suite is not None and outcome.status != "PASSED":
+                    suite.outcomes.append(outcome)
+                if progress is not None and len(outcomes) % 1000 == 0:
+                    progress(len(outcomes))
+                _drop(elem, parent)
+            elif tag == "properties" and parent is not None and _local(parent.tag) == "testsuite":
+                # suite properties come before the cases: they say which tool wrote the file
+                framework = _framework_from_properties(elem)
+                if framework and suites:
+                    suites[-1].framework = framework
+            elif tag == "testsuite":
+                suite = suites.pop()
+                _attach_suite_output(elem, suite)
+                _drop(elem, parent)
+    except ReportError:
+        raise
+    except DefusedXmlException as exc:
+        raise ReportError(path, f"refused: {type(exc).__name__}: the report declares XML entities or "
+                                "external references, which a test report never needs (possible XML bomb)") from exc
+    except ParseError as exc:
+        line = exc.position[0] if getattr(exc, "position", None) else None
+        raise ReportError(path, f"malformed XML: {exc}", line) from exc
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    return outcomes
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1] if "}" in tag else tag
+
+
+def _drop(elem: Any, parent: Any) -> None:
+    elem.clear()
+    if parent is not None:
+        parent.remove(elem)
+
+
+def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str) -> TestOutcome:
+    status = "PASSED"
+    messages: list[str] = []
+    bodies: list[str] = []
+    notes: list[str] = []
+    attempt_notes: list[str] = []
+    services: list[str] = []
+    out: list[str] = []
+    for child in elem:
+        tag = _local(child.tag)
+        if tag in ("failure", "error"):
+            this = "FAILED" if tag == "failure" else "BROKEN"
+            # a case with both a failure and an error failed an assertion first: FAILED wins
+            status = this if status in ("PASSED", "SKIPPED") else status
+            messages.append(_message(child))
+            bodies.append(_text(child))
+        elif tag == "skipped":
+            if status == "PASSED":
+                status = "SKIPPED"
+            reason = _message(child)
+            if reason:
+                notes.append(f"skipped: {_first_line(reason)}")
+        elif tag in _RETRY_TAGS:
+            message = _message(child)
+            stack_trace = child.find("stackTrace")
+            detail = message or (_first_line(_text(stack_trace)) if stack_trace is not None else "")
+            attempt_notes.append(detail)
+        elif tag == "properties":
+            for prop in child:
+                if _local(prop.tag) == "property" and (prop.get("name") or "").strip().lower() == "service":
+                    value = prop.get("value")
+                    services.append(value if value is not None else _text(prop))
+        elif tag in ("system-out", "system-err"):
+            text = _text(child)
+            if text.strip():
+                out.append(f"--- {tag} ---\n{text.rstrip()}")
+
+    classname = (elem.get("classname") or "").strip() or None
+    if suites and suites[-1].node and classname in ("test", "suite"):
+        classname, framework = None, framework or "node"
+    outcome = TestOutcome(
+        name=(elem.get("name") or "").strip() or "(unnamed test)",
+        classname=classname,
+        suite_path=tuple(s.name for s in suites if s.name),
+        status=status,
+        duration_ms=parse_seconds(elem.get("time")),
+        framework=framework,
+        executed_at=to_utc_iso(elem.get("timestamp") or (suites[-1].timestamp if suites else None)),
+        service_properties=tuple(s.strip() for s in services if s and s.strip()),
+        notes=notes,
+        source=path,
+    )
+    if status in ("FAILED", "BROKEN"):
+        outcome.error_message = _join_messages(messages) or None
+        stack = "\n\n".join(b.strip() for b in bodies if b.strip())
+        if out:
+            stack = "\n\n".join([stack, *out]) if stack else "\n\n".join(out)
+        outcome.error_stack = _cap(stack) or None
+    _record_surefire_attempts(elem, outcome, attempt_notes)
+    return outcome
+
+
+def _record_surefire_attempts(elem: Any, outcome: TestOutcome, details: list[str]) -> None:
+    """Surefire writes one test's reruns inside its <testcase>: rerun* = failed again, flaky* = failed
+    before a pass. Turn them into the attempts list, oldest first, the final outcome being `status`."""
+    reruns = [_RETRY_TAGS[_local(c.tag)] for c in elem if _local(c.tag) in ("rerunFailure", "rerunError")]
+    flaky = [_RETRY_TAGS[_local(c.tag)] for c in elem if _local(c.tag) in ("flakyFailure", "flakyError")]
+    if flaky and outcome.status == "PASSED":
+        outcome.attempts = flaky
+    elif reruns:
+        # the first run is the <failure>/<error> itself; the final rerun's status is the outcome's
+        outcome.attempts = [outcome.status, *reruns[:-1]]
+    first = 2 if reruns and not (flaky and outcome.status == "PASSED") else 1
+    for number, detail in enumerate(details, start=first):
+        if detail:
+            outcome.notes.append(f"attempt {number}: {_first_line(detail)}")
+
+
+def _attach_suite_output(elem: Any, suite: _Suite) -> None:
+    """Suite-level system-out/err (JUnit 4, Gradle) belongs to no one case: give it to the failures."""
+    if not suite.outcomes:
+        return
+    parts = []
+    for tag in ("system-out", "system-err"):
+        child = elem.find(tag)
+        if child is not None and _text(child).strip():
+            parts.append(f"--- suite {tag} ---\n{_text(child).rstrip()}")
+    if not parts:
+        return
+    for outcome in suite.outcomes:
+        if outcome.status in ("FAILED", "BROKEN"):
+            outcome.error_stack = _cap("\n\n".join([outcome.error_stack or "", *parts]).strip())
+
+
+_GENERIC = {"", "failed", "skipped", "error"}  # go-junit-report's message says nothing; its body does
+
+
+def _message(elem: Any) -> str:
+    message = (elem.get("message") or "").strip()
+    if message.lower() in _GENERIC:
+        message = _first_line(_text(elem)) or message
+    kind = (elem.get("type") or "").strip()
+    if kind and message and kind not in message:
+        return f"{kind}: {message}"
+    return message or kind
+
+
+def _join_messages(messages: list[str]) -> str:
+    unique = list(dict.fromkeys(m for m in messages if m))
+    return _cap("\n".join(unique), 4000)
+
+
+def _text(elem: Any) -> str:
+    return "".join(elem.itertext()) if elem is not None else ""
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:1000]
+    return ""
+
+
+def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + f"\n… [{len(text) - limit + 40} characters cut]"
+
+
+_THOUSANDS = re.compile(r"^\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
+def parse_seconds(value: str | None) -> int | None:
+    """JUnit `time` (seconds: "1", "0.25", "1,234.5", "0,25") as whole milliseconds."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if _THOUSANDS.match(text):
+        text = text.replace(",", "")
+    elif "," in text and "." not in text:
+        text = text.replace(",", ".")  # a decimal comma from a non-English locale
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        return None
+    return round(seconds * 1000)
+
+
+def to_utc_iso(value: str | None) -> str | None:
+    """An ISO 8601 timestamp as UTC with milliseconds and Z. A timestamp without a zone is read as the
+    local time of this machine: reports are written and ingested by the same CI job."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _framework_from_root(elem: Any) -> str | None:
+    name = (elem.get("name") or "").strip().lower()
+    return _framework_from_name(name)
+
+
+def _framework_from_name(name: str) -> str | None:
+    if name.startswith("pytest"):
+        return "pytest"
+    if name.startswith("jest"):
+        return "jest"
+    if name.startswith("vitest"):
+        return "vitest"
+    if name.startswith("mocha"):
+        return "mocha"
+    return None
+
+
+def _framework_from_suite(elem: Any) -> str | None:
+    if "surefire" in (elem.get(_XSI_SCHEMA) or ""):
+        return "surefire"
+    return _framework_from_name((elem.get("name") or "").strip().lower())
+
+
+def _framework_from_properties(elem: Any) -> str | None:
+    names = {(p.get("name") or "") for p in elem if _local(p.tag) == "property"}
+    if "go.version" in names:
+        return "go"  # go-junit-report and gotestsum
+    if any(n.startswith("surefire.") for n in names):
+        return "surefire"
+    return None

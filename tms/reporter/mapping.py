@@ -1,0 +1,163 @@
+"""From parsed tests to ingest result items: the `@service('CODE')` link, titles, comments.
+
+Rules (docs/reporter.md repeats them for users):
+
+- A test links to library case CODE through `@service('CODE')` or `@service("CODE")` anywhere in its
+  name, its classname, a suite name on its path, or as a Cucumber tag; or through a
+  `<property name="service" value="CODE"/>` on the testcase (several codes: several properties, or
+  one value separated by commas or spaces).
+- A test with two codes yields two results, one per case.
+- A test with no code is sent unlinked, titled with its full path: suite path, classname, name.
+- Several tests linked to the same case are sent as one result for that case, the worst status
+  deciding (FAILED > BROKEN > UNKNOWN > PASSED > SKIPPED): the service keeps one result per case and
+  run, so sending them apart would let the last one silently overwrite a failure. The comment names
+  each test with its status.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tms.reporter.model import STATUSES, TestOutcome
+
+SERVICE_TAG = re.compile(r"""@service\(\s*(['"])\s*([^'"\s()]+)\s*\1\s*\)""", re.IGNORECASE)
+TITLE_SEPARATOR = " > "
+MAX_TITLE = 1000
+MAX_COMMENT = 8000
+_RANK = {status: rank for rank, status in enumerate(STATUSES)}
+
+
+@dataclass(slots=True)
+class Item:
+    """One ingest result with the tests it stands for (for the summary and the rejected list)."""
+
+    result: dict[str, Any]
+    title: str
+    tests: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def code(self) -> str | None:
+        return self.result.get("test_case_code")
+
+
+def codes_of(outcome: TestOutcome) -> list[str]:
+    """Every case code the test names, first appearance first, each once."""
+    codes: list[str] = []
+    texts = [outcome.name, outcome.classname or "", *outcome.suite_path, *outcome.tags]
+    for text in texts:
+        if text and "@service" in text.lower():
+            codes.extend(match.group(2) for match in SERVICE_TAG.finditer(text))
+    for value in outcome.service_properties:
+        found = [m.group(2) for m in SERVICE_TAG.finditer(value)]
+        codes.extend(found or [v for v in re.split(r"[\s,;]+", value) if v])
+    return list(dict.fromkeys(codes))
+
+
+def title_of(outcome: TestOutcome) -> str:
+    """Suite path, classname and name joined, tags taken out, repeats dropped (Surefire names the
+    suite after the class; jest-junit repeats the describe blocks in the classname)."""
+    parts: list[str] = []
+    classname = outcome.classname or ""
+    if classname and _names_suites(classname, outcome.suite_path):
+        classname = ""  # Robot Framework: classname "Top.Child" repeats the suite path
+    name = outcome.name
+    if outcome.suite_path and name.startswith(outcome.suite_path[-1] + " "):
+        name = name[len(outcome.suite_path[-1]) + 1:]  # jest-junit prefixes the describe block
+    for raw in [*outcome.suite_path, classname, name]:
+        part = " ".join(SERVICE_TAG.sub("", raw).split())
+        if part and (not parts or part != parts[-1]):
+            parts.append(part)
+    title = TITLE_SEPARATOR.join(parts) or outcome.name
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
+def _names_suites(classname: str, suite_path: tuple[str, ...]) -> bool:
+    """Robot writes classname "Top.Child" for suites Top > Child, PHPUnit "A.B" for suite "A\\B"."""
+    dotted = [_SEPARATORS.sub(".", name) for name in suite_path]
+    return any(classname == ".".join(dotted[i:]) for i in range(len(dotted)))
+
+
+_SEPARATORS = re.compile(r"[\\/]+|::")
+
+
+def comment_of(outcome: TestOutcome) -> str:
+    lines = []
+    if outcome.attempts:
+        sequence = [*outcome.attempts, outcome.status]
+        lines.append(f"attempts: {len(sequence)} ({', '.join(sequence)})")
+        if outcome.status == "PASSED" and any(s in ("FAILED", "BROKEN") for s in outcome.attempts):
+            lines.append("flaky: passed only on retry")
+    lines.extend(outcome.notes)
+    return "\n".join(lines)
+
+
+def to_items(outcomes: list[TestOutcome]) -> list[Item]:
+    """The ingest results, in report order: linked ones per case (combined), unlinked ones per test."""
+    items: list[Item] = []
+    by_code: dict[str, int] = {}
+    for outcome in outcomes:
+        title = title_of(outcome)
+        codes = codes_of(outcome)
+        if not codes:
+            items.append(Item(_result(outcome, title, None), title, [outcome]))
+            continue
+        for code in codes:
+            index = by_code.get(code)
+            if index is None:
+                by_code[code] = len(items)
+                items.append(Item(_result(outcome, title, code), title, [outcome]))
+            else:
+                items[index].tests.append(outcome)
+    for item in items:
+        if len(item.tests) > 1:
+            _combine(item)
+    return items
+
+
+def _result(outcome: TestOutcome, title: str, code: str | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    if code:
+        result["test_case_code"] = code
+    result["title"] = title
+    result["status"] = outcome.status
+    optional = {
+        "comment": _cap(comment_of(outcome), MAX_COMMENT),
+        "duration_ms": outcome.duration_ms,
+        "framework": outcome.framework,
+        "error_message": outcome.error_message,
+        "error_stack": outcome.error_stack,
+        "executed_at": outcome.executed_at,
+    }
+    # absent rather than null: the service rejects nothing it does not need to see
+    result.update({key: value for key, value in optional.items() if value not in (None, "")})
+    return result
+
+
+def _combine(item: Item) -> None:
+    tests = item.tests
+    worst = min(tests, key=lambda t: _RANK.get(t.status, _RANK["UNKNOWN"]))
+    code = item.code
+    item.title = f"{title_of(tests[0])} (+{len(tests) - 1} more)"
+    combined = _result(worst, item.title, code)
+    durations = [t.duration_ms for t in tests if t.duration_ms is not None]
+    if durations:
+        combined["duration_ms"] = sum(durations)
+    else:
+        combined.pop("duration_ms", None)
+    moments = [t.executed_at for t in tests if t.executed_at]
+    if moments:
+        combined["executed_at"] = min(moments)
+    lines = [f"{len(tests)} tests link to {code}; the worst status counts:"]
+    for test in tests:
+        lines.append(f"- {test.status} {title_of(test)}")
+        extra = comment_of(test)
+        if extra:
+            lines.extend(f"    {line}" for line in extra.splitlines())
+    combined["comment"] = _cap("\n".join(lines), MAX_COMMENT)
+    item.result = combined
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
