@@ -16,7 +16,7 @@ from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events
+from tms.services import events, retest
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.results import STATUS_INDEX, decode_bulk, executed_at_text, failed_event, link, resolve_cases
 from tms.services.runs import completed_event, require_project
@@ -130,6 +130,8 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
         )
         if linked_rows:
             await result_store.upsert_linked(tx, linked_rows)
+            # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row
+            await retest.clear_after_results(tx, tenant_id, [(row[3], row[14]) for row in linked_rows], now)
         if native_rows:
             await result_store.insert_native(tx, native_rows)
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)

@@ -25,7 +25,7 @@ from tms.models.results import (
     ResultsBody,
     ResultsBodyLoose,
 )
-from tms.services import events
+from tms.services import events, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.store import cases as case_store
@@ -201,6 +201,8 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
         await result_store.upsert_linked(tx, rows)
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
+        # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row
+        await retest.clear_after_results(tx, tenant_id, [(row[3], row[14]) for row in rows], now)
     return bulk_answer(len(linked), errors)
 
 

@@ -17,6 +17,8 @@ from tms.services.events import emit_many
 from tms.store import retest as retest_store
 
 MANUAL_REASON = "flagged by hand"
+# up to this many ids, look each up by primary key; beyond, read the (small) queue instead
+_LOOKUP_LIMIT = 1000
 
 
 def retest_required_data(row: Row, reason: str, bug_key: str | None, flagged_at: str) -> dict[str, Any]:
@@ -65,25 +67,34 @@ async def clear_after_results(
     """Clears the flag of every case that just got a result: call it in the results upsert or ingest
     transaction with ``(test_case_id, executed_at)`` pairs of the stored results.
 
-    A result counts as the retest when it is recorded after the flag was set — unless it says it
-    was executed before that (a late upload of an old report is not a retest of the fix).
-    Costs one indexed read of the flagged cases among the ids and, when any, one UPDATE.
+    A result counts as the retest when it is recorded after the flag was set, unless it says it was
+    executed before that (a late upload of an old report is not a retest of the fix). Cheap on the
+    ingest path: one indexed read of the flagged cases and, only when some got a result, one UPDATE;
+    timestamps are parsed only for those.
     """
-    # per case, the latest execution decides; a result without executed_at ran just now
+    pairs = results if isinstance(results, list) else list(results)
+    if not pairs:
+        return 0
+    case_ids = {case_id for case_id, _ in pairs}
+    if len(case_ids) <= _LOOKUP_LIMIT:
+        flagged_rows = await retest_store.flagged_among(tx, tenant_id, case_ids)
+    else:
+        # a big ingest: the queue (a partial index) is far smaller than the list of ids
+        flagged_rows = [row for row in await retest_store.flagged_in_tenant(tx, tenant_id) if row["id"] in case_ids]
+    if not flagged_rows:
+        return 0
+    flagged_at = {row["id"]: row["retest_flagged_at"] or "" for row in flagged_rows}
+    # per case, the latest execution decides; a result without executed_at ran just now (None)
     executed: dict[str, str | None] = {}
-    for case_id, executed_at in results:
+    for case_id, executed_at in pairs:
+        if case_id not in flagged_at:
+            continue
         when = to_iso(executed_at) if executed_at else None
         if case_id not in executed:
             executed[case_id] = when
         elif executed[case_id] is not None:
             executed[case_id] = None if when is None else max(executed[case_id] or "", when)
-    if not executed:
-        return 0
-    flagged = await retest_store.flagged_among(tx, tenant_id, executed)
-    due = [
-        row["id"] for row in flagged
-        if executed[row["id"]] is None or executed[row["id"]] >= (row["retest_flagged_at"] or "")
-    ]
+    due = [case_id for case_id, when in executed.items() if when is None or when >= flagged_at[case_id]]
     if not due:
         return 0
     return await retest_store.clear_cases(tx, tenant_id, due, at or now_iso())

@@ -77,7 +77,14 @@ async def flagged_among(tx: Transaction | Database, tenant_id: str, case_ids: It
     return await tx.fetch_all(
         "SELECT id, retest_flagged_at FROM test_cases WHERE tenant_id = ? AND needs_retest = 1 "
         "AND id IN (SELECT value FROM json_each(?))",
-        (tenant_id, json.dumps(sorted(set(case_ids)))),
+        (tenant_id, json.dumps(list(set(case_ids)))),
+    )
+
+
+async def flagged_in_tenant(tx: Transaction | Database, tenant_id: str) -> list[Row]:
+    """Every flagged case of the tenant (id, retest_flagged_at): one range of the partial index."""
+    return await tx.fetch_all(
+        "SELECT id, retest_flagged_at FROM test_cases WHERE tenant_id = ? AND needs_retest = 1", (tenant_id,)
     )
 
 
