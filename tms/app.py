@@ -43,11 +43,13 @@ from tms.services import retention
 from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
+from tms.web import ai as web_ai
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
+from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -108,9 +110,11 @@ def _web_routers() -> list[Any]:
         web_auth.setup_page,
         web_auth.setup,
         web_home.router(),
+        web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
         web_cases.router(),
+        web_runs.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),
