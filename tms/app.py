@@ -49,7 +49,6 @@ from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
-from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -114,7 +113,6 @@ def _web_routers() -> list[Any]:
         web_projects.router(),
         web_tokens.router(),
         web_cases.router(),
-        web_runs.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),
