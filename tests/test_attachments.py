@@ -331,6 +331,8 @@ def test_bad_bodies(tenant: Tenant, content_type: str, body: bytes, status: int)
 
 def test_unknown_result_is_404(tenant: Tenant) -> None:
     assert_problem(upload(tenant.api, "cnosuchresult", ("a.png", PNG, "image/png")), 404)
+    # a sizeable body is read past, so the client sees the 404 rather than a reset connection
+    assert_problem(upload(tenant.api, "cnosuchresult", ("big.png", PNG + bytes(5_000_000), "image/png")), 404)
     assert_problem(tenant.api.get("/api/v1/attachments/cnosuchattachment"), 404)
 
 

@@ -25,7 +25,7 @@ import multipart
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
-from tms.services.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
+from tms.services.errors import DomainError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from tms.services.filetypes import ALLOWED_EXTENSIONS, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
 from tms.store import attachments as attachment_store
 
@@ -205,12 +205,16 @@ async def upload(
     max_bytes: int,
 ) -> list[dict[str, Any]]:
     """Stores every ``file`` part of the body as an attachment of the result; returns them, API shape."""
-    if not await attachment_store.result_exists(db, tenant_id, result_id):
-        raise NotFound(f"result {result_id} not found")
-    boundary = multipart_boundary(content_type)
     limit = body_limit(max_bytes)
-    if content_length is not None and content_length > limit:
-        raise TooLarge(_body_too_large(limit, max_bytes))
+    try:
+        if not await attachment_store.result_exists(db, tenant_id, result_id):
+            raise NotFound(f"result {result_id} not found")
+        boundary = multipart_boundary(content_type)
+        if content_length is not None and content_length > limit:
+            raise TooLarge(_body_too_large(limit, max_bytes))
+    except DomainError:
+        await _drain(body, 0, content_length)
+        raise
 
     spool = _Upload(directory, max_bytes)
     received = 0
