@@ -49,6 +49,7 @@ from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
+from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -109,6 +110,7 @@ def _web_routers() -> list[Any]:
         web_auth.setup_page,
         web_auth.setup,
         web_home.router(),
+        web_runs.router(),
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),

@@ -1,0 +1,26 @@
+"""Read-only queries behind the run pages: the newest runs first (the API lists oldest first)."""
+
+from __future__ import annotations
+
+from tms.db import Database, Row
+from tms.store.runs import COLUMNS
+
+
+async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | None, status: str | None,
+                           limit: int, offset: int) -> tuple[list[Row], int]:
+    where, params = ["tenant_id = ?"], [tenant_id]
+    if project_id:
+        where.append("project_id = ?")
+        params.append(project_id)
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    condition = " AND ".join(where)
+    # the tenant/project/status indexes keep rowid order, so this reads one page off an index backwards
+    rows = await db.fetch_all(
+        f"SELECT {COLUMNS} FROM test_runs WHERE rowid IN (SELECT rowid FROM test_runs WHERE {condition} "
+        "ORDER BY rowid DESC LIMIT ? OFFSET ?) ORDER BY rowid DESC",
+        (*params, limit, offset),
+    )
+    total = await db.fetch_value(f"SELECT COUNT(*) FROM test_runs WHERE {condition}", params)
+    return rows, int(total)
