@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tms.reporter.junit import to_utc_iso
+from tms.reporter.junit import MAX_OUTPUT_CHARS, to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
 
 _BROKEN = {"undefined", "pending", "ambiguous"}
@@ -146,7 +146,7 @@ def _outcome(element: dict[str, Any], name: str, results: list[dict[str, Any]], 
         text = _error_text(failing.get("error_message"))
         notes.append(f"{kind} at: {failing.get('step') or 'a hook'}")
         outcome.error_message = _first_line(text) or f"{kind} step: {failing.get('step')}"
-        outcome.error_stack = text or None
+        outcome.error_stack = _cap(text) or None
     return outcome
 
 
@@ -185,3 +185,9 @@ def _first_line(text: str) -> str:
         if line.strip():
             return line.strip()[:1000]
     return ""
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    return text[: MAX_OUTPUT_CHARS - 40] + f"\n… [{len(text) - MAX_OUTPUT_CHARS + 40} characters cut]"

@@ -139,7 +139,9 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
         elif tag == "skipped":
             if status == "PASSED":
                 status = "SKIPPED"
-            reason = _message(child)
+            reason = (child.get("message") or "").strip()
+            if reason.lower() in _GENERIC:
+                reason = _first_line(_text(child)) or reason
             if reason:
                 notes.append(f"skipped: {_first_line(reason)}")
         elif tag in _RETRY_TAGS:

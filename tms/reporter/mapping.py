@@ -23,8 +23,10 @@ from typing import Any
 from tms.reporter.model import STATUSES, TestOutcome
 
 SERVICE_TAG = re.compile(r"""@service\(\s*(['"])\s*([^'"\s()]+)\s*\1\s*\)""", re.IGNORECASE)
+# behave drops the quotes of a tag's double-quoted argument: @service("X") arrives as service(X)
+BARE_TAG = re.compile(r"""^@service\(\s*([^'"\s()]+)\s*\)$""", re.IGNORECASE)
 TITLE_SEPARATOR = " > "
-MAX_TITLE = 1000
+MAX_TITLE = 500  # the service keeps titles up to 500 characters
 MAX_COMMENT = 8000
 _RANK = {status: rank for rank, status in enumerate(STATUSES)}
 
@@ -49,6 +51,10 @@ def codes_of(outcome: TestOutcome) -> list[str]:
     for text in texts:
         if text and "@service" in text.lower():
             codes.extend(match.group(2) for match in SERVICE_TAG.finditer(text))
+    for tag in outcome.tags:
+        bare = BARE_TAG.match(tag)
+        if bare:
+            codes.append(bare.group(1))
     for value in outcome.service_properties:
         found = [m.group(2) for m in SERVICE_TAG.finditer(value)]
         codes.extend(found or [v for v in re.split(r"[\s,;]+", value) if v])
@@ -63,8 +69,11 @@ def title_of(outcome: TestOutcome) -> str:
     if classname and _names_suites(classname, outcome.suite_path):
         classname = ""  # Robot Framework: classname "Top.Child" repeats the suite path
     name = outcome.name
-    if outcome.suite_path and name.startswith(outcome.suite_path[-1] + " "):
-        name = name[len(outcome.suite_path[-1]) + 1:]  # jest-junit prefixes the describe block
+    if outcome.suite_path:
+        # jest-junit writes "<describe> <test>" as both classname and name
+        prefix = outcome.suite_path[-1] + " "
+        name = name.removeprefix(prefix)
+        classname = classname.removeprefix(prefix)
     for raw in [*outcome.suite_path, classname, name]:
         part = " ".join(SERVICE_TAG.sub("", raw).split())
         if part and (not parts or part != parts[-1]):
