@@ -74,6 +74,8 @@ def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, l
     except msgspec.ValidationError as exc:
         message, field = _explain(exc)
         raise InvalidInput(message, field=field) from None
+    except msgspec.DecodeError as exc:  # the typed pass may stop at a bad item before the broken JSON
+        raise InvalidInput(f"The body is not valid JSON: {exc}") from None
     items: list[ResultIn | None] = []
     errors: dict[int, str] = {}
     for index, item in enumerate(body.results):
