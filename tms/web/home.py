@@ -5,13 +5,36 @@ from __future__ import annotations
 from litestar import Router, get
 from litestar.response import Template
 
-from tms.web.common import AnyRequest, render
+from tms.services import dashboard as dashboard_service
+from tms.services import projects as project_service
+from tms.services.errors import NotFound
+from tms.web import charts
+from tms.web.common import AnyRequest, db_of, not_found, render, tenant_of
+from tms.web.runs import bar_segments
 from tms.web.session import page_guard
 
 
 @get("/", include_in_schema=False)
-async def home(request: AnyRequest) -> Template:
-    return render(request, "home.html", active_nav="dashboard")
+async def home(request: AnyRequest, project_id: str | None = None) -> Template:
+    """The active project's dashboard; ``?project_id=`` peeks at another project without switching."""
+    db, tenant = db_of(request), tenant_of(request)
+    if project_id:
+        try:
+            project = await project_service.get_project(db, tenant, project_id)
+        except NotFound as exc:
+            raise not_found("project") from exc
+    else:
+        project = await project_service.get_active_project(db, tenant)
+    if project is None:
+        projects = await project_service.list_projects(db, tenant)
+        return render(request, "dashboard/empty.html", active_nav="dashboard", projects=projects)
+    board = await dashboard_service.project_dashboard(db, tenant, project.id)
+    oldest_first = list(reversed(board.recent_runs))
+    return render(
+        request, "dashboard/index.html", active_nav="dashboard", project=project, board=board,
+        runs_chart=charts.stacked_runs(oldest_first), trend_chart=charts.pass_rate_trend(board.trend),
+        bars={run.id: bar_segments(run.counts) for run in board.recent_runs},
+    )
 
 
 def router() -> Router:

@@ -1,0 +1,98 @@
+"""Read-only aggregates for the dashboard of one project. Every query filters on tenant_id.
+
+Each is bounded by an index: runs by (tenant_id, project_id) in rowid order, results by the
+(run_id, test_case_id) unique index, the retest queue by its partial index, unlinked results by
+(tenant_id, project_id). None scans the whole library.
+"""
+
+from __future__ import annotations
+
+from tms.db import Database, Row
+from tms.store.runs import COLUMNS as RUN_COLUMNS
+
+
+async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Row]:
+    """The project's newest runs, newest first."""
+    return await db.fetch_all(
+        f"SELECT {RUN_COLUMNS} FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, project_id, limit),
+    )
+
+
+async def most_failing(db: Database, tenant_id: str, run_ids: list[str], limit: int) -> list[Row]:
+    """Cases with the most FAILED or BROKEN results across the given runs, with their latest status."""
+    if not run_ids:
+        return []
+    marks = ",".join("?" * len(run_ids))
+    return await db.fetch_all(
+        "SELECT r.test_case_id, r.test_case_code, c.title, c.automation_status, "
+        "SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, COUNT(*) AS executions "
+        f"FROM test_results r LEFT JOIN test_cases c ON c.id = r.test_case_id AND c.tenant_id = r.tenant_id "
+        f"WHERE r.tenant_id = ? AND r.run_id IN ({marks}) AND r.status != 'UNKNOWN' "
+        "GROUP BY r.test_case_id HAVING failures > 0 ORDER BY failures DESC, executions ASC, r.test_case_code "
+        "LIMIT ?",
+        (tenant_id, *run_ids, limit),
+    )
+
+
+async def unstable(db: Database, tenant_id: str, run_ids: list[str], limit: int) -> list[Row]:
+    """Cases that both passed and failed across the given runs: flaky in fact, whatever their label."""
+    if not run_ids:
+        return []
+    marks = ",".join("?" * len(run_ids))
+    return await db.fetch_all(
+        "SELECT r.test_case_id, r.test_case_code, c.title, c.automation_status, "
+        "SUM(r.status = 'PASSED') AS passes, SUM(r.status IN ('FAILED', 'BROKEN')) AS failures "
+        f"FROM test_results r LEFT JOIN test_cases c ON c.id = r.test_case_id AND c.tenant_id = r.tenant_id "
+        f"WHERE r.tenant_id = ? AND r.run_id IN ({marks}) "
+        "GROUP BY r.test_case_id HAVING passes > 0 AND failures > 0 "
+        "ORDER BY MIN(passes, failures) DESC, r.test_case_code LIMIT ?",
+        (tenant_id, *run_ids, limit),
+    )
+
+
+async def flaky_cases(db: Database, tenant_id: str, project_id: str, limit: int) -> tuple[list[Row], int]:
+    rows = await db.fetch_all(
+        "SELECT id, code, title, priority, updated_at FROM test_cases "
+        "WHERE tenant_id = ? AND project_id = ? AND automation_status = 'FLAKY' ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, project_id, limit),
+    )
+    total = await db.fetch_value(
+        "SELECT COUNT(*) FROM test_cases WHERE tenant_id = ? AND project_id = ? AND automation_status = 'FLAKY'",
+        (tenant_id, project_id),
+    )
+    return rows, int(total)
+
+
+async def case_count(db: Database, tenant_id: str, project_id: str) -> int:
+    return int(await db.fetch_value(
+        "SELECT COUNT(*) FROM test_cases WHERE tenant_id = ? AND project_id = ?", (tenant_id, project_id)))
+
+
+async def run_count(db: Database, tenant_id: str, project_id: str) -> int:
+    return int(await db.fetch_value(
+        "SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", (tenant_id, project_id)))
+
+
+async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
+    return int(await db.fetch_value(
+        "SELECT COUNT(*) FROM native_test_results WHERE tenant_id = ? AND project_id = ?", (tenant_id, project_id)))
+
+
+async def has_retest_column(db: Database) -> bool:
+    """The retest flag arrived with migration 0008; the dashboard works with or without it."""
+    rows = await db.fetch_all("SELECT name FROM pragma_table_info('test_cases') WHERE name = 'needs_retest'")
+    return bool(rows)
+
+
+async def retest_queue(db: Database, tenant_id: str, project_id: str, limit: int) -> tuple[list[Row], int]:
+    rows = await db.fetch_all(
+        "SELECT id, code, title, retest_reason, retest_bug_key, retest_flagged_at FROM test_cases "
+        "WHERE tenant_id = ? AND project_id = ? AND needs_retest = 1 ORDER BY retest_flagged_at, code LIMIT ?",
+        (tenant_id, project_id, limit),
+    )
+    total = await db.fetch_value(
+        "SELECT COUNT(*) FROM test_cases WHERE tenant_id = ? AND project_id = ? AND needs_retest = 1",
+        (tenant_id, project_id),
+    )
+    return rows, int(total)
