@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -80,21 +79,17 @@ def multipart_body(path: Path, name: str) -> tuple[Iterator[bytes], int]:
     return chunks(), len(head) + path.stat().st_size + len(tail)
 
 
-def add_result(server: ServerProcess, tenant_id: str, project_id: str) -> str:
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    with sqlite3.connect(server.db_path, timeout=10) as conn:
-        conn.execute(
-            "INSERT INTO test_runs (id, tenant_id, project_id, name, status, created_at, updated_at) "
-            "VALUES ('cbenchrun', ?, ?, 'bench', 'IN_PROGRESS', ?, ?)",
-            (tenant_id, project_id, now, now),
-        )
-        conn.execute(
-            "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, status, created_at, "
-            "updated_at) VALUES ('cbenchresult', ?, 'cbenchrun', 'ccase', 'TC-1', 'PASSED', ?, ?)",
-            (tenant_id, now, now),
-        )
-    conn.close()
-    return "cbenchresult"
+def add_result(client: httpx.Client, project_id: str) -> str:
+    """One FAILED result of a new case in a new run, through the public API."""
+    feature = "Feature: Bench\n  Scenario: s\n    Given a\n    When b\n    Then c\n"
+    case = client.post("/api/v1/cases", json={"title": "t", "bdd_content": feature, "project_id": project_id})
+    run = client.post("/api/v1/runs", json={"name": "bench", "project_id": project_id})
+    run_id = run.json()["data"]["id"]
+    client.post(
+        f"/api/v1/runs/{run_id}/results",
+        json={"results": [{"test_case_id": case.json()["data"]["id"], "status": "FAILED"}]},
+    ).raise_for_status()
+    return str(client.get(f"/api/v1/runs/{run_id}/results").json()["data"][0]["id"])
 
 
 def upload(client: httpx.Client, result_id: str, path: Path, name: str) -> tuple[float, dict]:
@@ -127,10 +122,10 @@ def main() -> None:
             pid = server.process.pid
             tenant = make_tenant_on(server)
             project = tenant.create_project("bench")
-            result_id = add_result(server, tenant.id, project["id"])
             client = httpx.Client(
                 base_url=server.url, headers={"Authorization": f"Bearer {tenant.write_token}"}, timeout=300
             )
+            result_id = add_result(client, project["id"])
 
             small = root / "small.zip"
             make_file(small, 2 * 1024 * 1024, "zip")

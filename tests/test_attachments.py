@@ -79,32 +79,42 @@ VALID = [
 # ---------------------------------------------------------------- helpers
 
 
-def add_result(tenant: Tenant, *, unlinked: bool = False) -> str:
-    """A result of the tenant, written straight into the database (the results API is not ours)."""
+FEATURE = "Feature: Checkout\n  Scenario: pay\n    Given a cart\n    When I pay\n    Then it is paid\n"
+
+
+def add_run_result(tenant: Tenant, *, unlinked: bool = False) -> tuple[str, str]:
+    """A fresh (run id, result id) of the tenant, made through the public API.
+
+    Linked: a case, a run and a FAILED result of that case; unlinked: an ingest item naming no case.
+    """
     project = tenant.create_project()
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    run_id = f"crun{time.time_ns()}"
-    result_id = f"cres{time.time_ns()}"
-    with sqlite3.connect(tenant.server.db_path, timeout=10) as conn:
-        conn.execute(
-            "INSERT INTO test_runs (id, tenant_id, project_id, name, status, created_at, updated_at) "
-            "VALUES (?, ?, ?, 'run', 'IN_PROGRESS', ?, ?)",
-            (run_id, tenant.id, project["id"], now, now),
+    api = tenant.api
+    if unlinked:
+        answer = api.post(
+            "/api/v1/ingest",
+            json={"project_id": project["id"], "results": [{"title": "a test", "status": "FAILED"}]},
         )
-        if unlinked:
-            conn.execute(
-                "INSERT INTO native_test_results (id, tenant_id, project_id, run_id, title, status, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, 'a test', 'FAILED', ?, ?)",
-                (result_id, tenant.id, project["id"], run_id, now, now),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, status, "
-                "created_at, updated_at) VALUES (?, ?, ?, 'ccase', 'TC-1', 'FAILED', ?, ?)",
-                (result_id, tenant.id, run_id, now, now),
-            )
-    conn.close()
-    return result_id
+        assert answer.status_code == 201, answer.text
+        run_id = answer.json()["run_id"]
+    else:
+        case = api.post(
+            "/api/v1/cases", json={"title": "Pay", "bdd_content": FEATURE, "project_id": project["id"]}
+        )
+        assert case.status_code == 201, case.text
+        run = api.post("/api/v1/runs", json={"name": "nightly", "project_id": project["id"]})
+        assert run.status_code == 201, run.text
+        run_id = run.json()["data"]["id"]
+        posted = api.post(
+            f"/api/v1/runs/{run_id}/results",
+            json={"results": [{"test_case_id": case.json()["data"]["id"], "status": "FAILED"}]},
+        )
+        assert posted.status_code == 201, posted.text
+    [result] = api.get(f"/api/v1/runs/{run_id}/results").json()["data"]
+    return run_id, result["id"]
+
+
+def add_result(tenant: Tenant, *, unlinked: bool = False) -> str:
+    return add_run_result(tenant, unlinked=unlinked)[1]
 
 
 def upload(client: httpx.Client, result_id: str, *files: tuple[str, bytes, str]) -> httpx.Response:
@@ -478,3 +488,28 @@ def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant)
         assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
     assert not (directory / names["a.png"]).exists() and not (directory / names["b.txt"]).exists()
     assert tenant.api.get(f"/api/v1/attachments/{b[0]['id']}").status_code == 200
+
+
+def test_results_list_carries_attachments(tenant: Tenant) -> None:
+    run_id, result_id = add_run_result(tenant)
+    created = upload(tenant.api, result_id, ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain"))
+    assert created.status_code == 201, created.text
+    [result] = tenant.client("read").get(f"/api/v1/runs/{run_id}/results").json()["data"]
+    assert result["attachments"] == created.json()["data"]
+
+
+def test_swept_unlinked_results_lose_their_attachments(start_server) -> None:
+    from tms.services.attachments import sweep_orphans
+
+    server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
+    tenant = make_tenant_on(server)
+    _, result_id = add_run_result(tenant, unlinked=True)
+    attachment = upload(tenant.api, result_id, ("trace.zip", ZIP, "application/zip")).json()["data"][0]
+    [(_, _, _, storage_name)] = stored_rows(server, tenant.id)
+
+    swept = tenant.api.post("/api/v1/admin/sweep")
+    assert swept.status_code == 200 and swept.json()["data"]["deleted"] == 1, swept.text
+    assert run_admin(server.db_path, lambda db: sweep_orphans(db, attachments_dir(server))) == 1
+    assert stored_rows(server, tenant.id) == []
+    assert not (attachments_dir(server) / storage_name).exists()
+    assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
