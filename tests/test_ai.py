@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser_support import browser, page  # noqa: F401 (fixtures)
+from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, free_port, make_tenant_on, run_admin
 from tests.web_helpers import HTML, every_post_form_has_csrf, flashes, follow, text_of
 
@@ -120,6 +121,17 @@ def _fresh_script(request: pytest.FixtureRequest) -> None:
         provider.answers.clear()
 
 
+def off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """Runs ``function`` in a thread: Playwright's sync API keeps an event loop running in this one,
+    and the admin helpers call ``asyncio.run``."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(function, *args).result()
+
+
+def tenant_on(server: ServerProcess) -> Tenant:
+    return off_loop(make_tenant_on, server)  # type: ignore[no-any-return]
+
+
 def ai_env(base_url: str, **extra: str) -> dict[str, str]:
     return {"TMS_AI_PROVIDER": "openai", "TMS_AI_BASE_URL": base_url, "TMS_AI_MODEL": "test-model",
             "TMS_AI_API_KEY": API_KEY, "TMS_AI_MONTHLY_QUOTA": "2", "TMS_AI_TIMEOUT_SECONDS": str(TIMEOUT),
@@ -137,7 +149,7 @@ def ai_server(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> I
 @pytest.fixture
 def team(ai_server: ServerProcess) -> Tenant:
     """A tenant on the AI-enabled server with an active project."""
-    tenant = make_tenant_on(ai_server)
+    tenant = tenant_on(ai_server)
     project = tenant.create_project("Shop")
     web = tenant.web()
     assert web.post(f"/projects/{project['id']}/activate").status_code == 303
@@ -324,7 +336,7 @@ def test_provider_failures_are_messages_and_do_not_count(
 
 def test_unreachable_provider_is_a_message(start_server: Callable[..., ServerProcess]) -> None:
     server = start_server(env=ai_env(f"http://127.0.0.1:{free_port()}/v1"))
-    tenant = make_tenant_on(server)
+    tenant = tenant_on(server)
     web = tenant.web()
     project = tenant.create_project("P")
     web.post(f"/projects/{project['id']}/activate")
@@ -375,7 +387,7 @@ def test_quota_month_boundaries_in_the_service(ai_server: ServerProcess) -> None
     from tms.config import load_config
     from tms.services import ai_quota
 
-    tenant = make_tenant_on(ai_server)
+    tenant = tenant_on(ai_server)
     config = load_config(None, {"TMS_AI_MONTHLY_QUOTA": "2"})
 
     async def check(db: Any) -> list[tuple[bool, int, str]]:
@@ -393,7 +405,7 @@ def test_quota_month_boundaries_in_the_service(ai_server: ServerProcess) -> None
             results.append((status.exhausted, status.used, status.resets_at.isoformat()))
         return results
 
-    assert run_admin(ai_server.db_path, check) == [
+    assert off_loop(run_admin, ai_server.db_path, check) == [
         (True, 2, "2027-01-01T00:00:00+00:00"),
         (False, 0, "2027-02-01T00:00:00+00:00"),
     ]
@@ -406,7 +418,7 @@ def test_provider_none_explains_and_never_calls_out(start_server: Callable[..., 
     # everything but the provider points at the fake: "none" must still send nothing
     env = {k: v for k, v in ai_env(fake.url).items() if k != "TMS_AI_PROVIDER"}
     server = start_server(env=env)
-    tenant = make_tenant_on(server)
+    tenant = tenant_on(server)
     project = tenant.create_project("P")
     web = tenant.web()
     web.post(f"/projects/{project['id']}/activate")
@@ -425,7 +437,7 @@ def test_provider_none_explains_and_never_calls_out(start_server: Callable[..., 
 
 
 def test_without_an_active_project_the_page_says_where_to_go(ai_server: ServerProcess, fake: FakeProvider) -> None:
-    tenant = make_tenant_on(ai_server)
+    tenant = tenant_on(ai_server)
     web = tenant.web()
     html_page = web.get("/ai", headers=HTML)
     assert html_page.status_code == 200 and "No active project" in text_of(html_page.text)
@@ -446,7 +458,7 @@ def test_pages_need_a_session_csrf_and_the_right_tenant(team: Tenant, ai_server:
     assert no_csrf.post("/ai/generate", data={"requirement": "x"}).status_code == 403
     assert no_csrf.post(location, data={"keep": "0"}).status_code == 403
 
-    stranger = make_tenant_on(ai_server).web()
+    stranger = tenant_on(ai_server).web()
     assert stranger.get(location, headers=HTML).status_code == 404
     assert stranger.post(location, data={"keep": "0", "title-0": "x", "gherkin-0": GOOD_1[1]},
                          headers=HTML).status_code == 404
@@ -473,6 +485,7 @@ def test_browser_generate_edit_and_save(team: Tenant, fake: FakeProvider, page: 
     page.wait_for_url(re.compile(r"/ai/generations/"))
     assert page.get_by_text("Invalid Gherkin").is_visible()
     assert page.get_by_label("Keep draft 2").is_checked() is False
+    shot(page, "ai-drafts-review")
 
     # edit the first draft, fix the second, keep both
     page.get_by_label("Title of draft 1").fill("Sign in with the right password")
@@ -482,6 +495,9 @@ def test_browser_generate_edit_and_save(team: Tenant, fake: FakeProvider, page: 
     page.wait_for_url(f"{url}/ai")
     assert page.get_by_text("Saved 2 DRAFT cases in “Shop”").is_visible()
     assert API_KEY not in page.content()
+    shot(page, "ai-drafts-saved")
+    page.set_viewport_size({"width": 375, "height": 800})
+    assert no_horizontal_overflow(page)
 
     cases = cases_of(team)
     assert [(c["title"], c["status"], c["layer"], c["tags"]) for c in cases] == [
