@@ -143,14 +143,15 @@ async def delete_integration(db: Database, tenant_id: str, integration_id: str) 
 def link_keys(integration: Mapping[str, Any], event: TrackerEvent) -> tuple[list[str], list[str]]:
     """(full keys, short keys) under which cases and results may name this bug.
 
-    Full keys are the tracker's key in the spellings people write (GitHub and GitLab paths are
-    case-insensitive; Jira keys are upper case). A short '#12' is this bug only when the issue lives
-    in the repository configured on the integration.
+    Full keys are the tracker's key in the spellings people write: as the tracker sends it, all lower
+    or all upper case (GitHub and GitLab paths ignore case; Jira keys are upper case but typed either
+    way), and the repository as configured. A short '#12' is this bug only when the issue lives in
+    the repository configured on the integration.
     """
     key = event.bug_key or ""
+    full = {key, key.lower(), key.upper()}
     if integration["kind"] == "JIRA":
-        return sorted({key, key.upper()}), []
-    full = {key, key.lower()}
+        return sorted(full), []
     configured = integration.get("repository")
     short: list[str] = []
     if configured and event.repository and configured.lower() == event.repository.lower():

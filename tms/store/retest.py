@@ -24,12 +24,13 @@ async def cases_linked_to_bug(
     """Cases of the tenant linked to a bug: the key is in the case's ``tickets`` or is the
     ``bug_ticket_key`` of one of its results.
 
-    ``keys`` are full keys ('PROJ-1', 'owner/repo#12' in the spellings to accept). ``short_keys``
-    ('#12') match the same way, except that a ticket naming another tracker as its ``source`` is
-    not this bug: '#12' of GitHub is not '#12' of GitLab.
+    ``keys`` are full keys ('PROJ-1', 'owner/repo#12'), matched exactly against results (an index
+    lookup per spelling given) and regardless of case against tickets (a scan of the JSON anyway).
+    ``short_keys`` ('#12') match the same way, except that a ticket naming another tracker as its
+    ``source`` is not this bug: '#12' of GitHub is not '#12' of GitLab.
     """
-    full = json.dumps(sorted(set(keys)))
-    short = json.dumps(sorted(set(short_keys)))
+    full = json.dumps(sorted({key.lower() for key in keys}))
+    short = json.dumps(sorted({key.lower() for key in short_keys}))
     sources = json.dumps(sorted(set(short_key_sources)))
     every = json.dumps(sorted(set(keys) | set(short_keys)))
     return await tx.fetch_all(
@@ -40,8 +41,8 @@ async def cases_linked_to_bug(
         " UNION "
         f"SELECT {_CASE_COLUMNS} FROM test_cases c, json_each(c.tickets) t WHERE c.tenant_id = :tenant"
         "  AND c.tickets != '[]' AND ("
-        "   json_extract(t.value, '$.key') IN (SELECT value FROM json_each(:full))"
-        "   OR (json_extract(t.value, '$.key') IN (SELECT value FROM json_each(:short))"
+        "   lower(json_extract(t.value, '$.key')) IN (SELECT value FROM json_each(:full))"
+        "   OR (lower(json_extract(t.value, '$.key')) IN (SELECT value FROM json_each(:short))"
         "       AND coalesce(json_extract(t.value, '$.source'), 'OTHER') IN"
         "           (SELECT value FROM json_each(:sources))))"
         " ORDER BY code",
