@@ -1,0 +1,94 @@
+"""Retention of unlinked results: POST /api/v1/admin/sweep per tenant, and the server's daily sweep."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on, run_admin
+from tests.test_cases import new_case
+from tests.test_ingest import ingest, results_of
+
+
+def report(tenant: Tenant, natives: int, linked: list[str] = ()) -> str:  # type: ignore[assignment]
+    project = tenant.create_project()
+    items = [{"title": f"t{i}", "status": "PASSED"} for i in range(natives)]
+    items += [{"test_case_code": code, "status": "FAILED"} for code in linked]
+    response = ingest(tenant, {"project_id": project["id"], "results": items})
+    assert response.status_code == 201, response.text
+    return response.json()["run_id"]  # type: ignore[no-any-return]
+
+
+def age_native_rows(tenant: Tenant, run_id: str, days: int, count: int | None = None) -> None:
+    """Moves the creation time of (some of) a run's unlinked rows into the past, as time would."""
+    with sqlite3.connect(tenant.server.db_path) as conn:
+        conn.execute(
+            "UPDATE native_test_results SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) "
+            "WHERE rowid IN (SELECT rowid FROM native_test_results WHERE run_id = ? ORDER BY rowid LIMIT ?)",
+            (f"-{days} days", run_id, -1 if count is None else count),
+        )
+
+
+def sweep(tenant: Tenant) -> Any:
+    response = tenant.api.post("/api/v1/admin/sweep")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_sweep_removes_only_old_unlinked_rows_of_the_callers_tenant(tenant: Tenant, other_tenant: Tenant) -> None:
+    case = new_case(tenant)
+    run_id = report(tenant, natives=10, linked=[case["code"]])
+    age_native_rows(tenant, run_id, days=29, count=6)  # rows 5-6 stay 29 days old: kept
+    age_native_rows(tenant, run_id, days=31, count=4)  # rows 1-4: past the 30 days
+    foreign_run = report(other_tenant, natives=3)
+    age_native_rows(other_tenant, foreign_run, days=90)
+
+    assert sweep(tenant) == {"data": {"deleted": 4}}
+    rows = results_of(tenant, run_id)
+    assert len(rows) == 7 and rows[0]["test_case_code"] == case["code"]  # linked results are never swept
+    assert sweep(tenant) == {"data": {"deleted": 0}}
+    assert len(results_of(other_tenant, foreign_run)) == 3  # the other tenant is untouched
+    # the run keeps its summary as reported
+    assert tenant.api.get(f"/api/v1/runs/{run_id}").json()["data"]["counts"]["total"] == 11
+
+
+def test_sweep_needs_write_scope(tenant: Tenant) -> None:
+    assert_problem(tenant.client("read").post("/api/v1/admin/sweep"), 403)
+    assert_problem(tenant.api.get("/api/v1/admin/sweep"), 405)
+
+
+def test_zero_days_sweeps_everything_existing(start_server: Callable[..., ServerProcess]) -> None:
+    server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
+    tenant = make_tenant_on(server)
+    run_id = report(tenant, natives=12)
+    assert sweep(tenant) == {"data": {"deleted": 12}}
+    assert results_of(tenant, run_id) == []
+
+
+def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProcess]) -> None:
+    from tms.config import Config
+    from tms.services import retention
+
+    server = start_server()
+    first, second = make_tenant_on(server), make_tenant_on(server)
+    old_first, old_second = report(first, natives=5), report(second, natives=6)
+    fresh = report(first, natives=2)
+    age_native_rows(first, old_first, days=40)
+    age_native_rows(second, old_second, days=40)
+
+    config = Config(values={"retention.unlinked_days": 30})
+    deleted = run_admin(server.db_path, lambda db: retention.sweep_all(db, config))
+    assert deleted == 11
+    assert results_of(first, old_first) == [] and results_of(second, old_second) == []
+    assert len(results_of(first, fresh)) == 2
+
+
+def test_sweep_deletes_in_batches(tenant: Tenant, monkeypatch: Any) -> None:
+    from tms.services import retention
+
+    run_id = report(tenant, natives=25)
+    age_native_rows(tenant, run_id, days=60)
+    monkeypatch.setattr(retention, "BATCH", 10)
+    deleted = run_admin(tenant.server.db_path, lambda db: retention.sweep_tenant(db, tenant.id, 30))
+    assert deleted == 25
