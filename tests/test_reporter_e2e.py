@@ -114,3 +114,52 @@ def test_dry_run_asks_the_service_which_codes_it_knows(tenant: Tenant) -> None:
     assert "unknown case codes (would be rejected): SHOP-11" in done.stdout
     runs = tenant.api.get("/api/v1/runs", params={"project_id": project["id"]}).json()["data"]
     assert runs == []  # nothing was created
+
+
+def test_a_lost_answer_is_retried_without_a_second_run(tenant: Tenant) -> None:
+    """A loopback proxy forwards the first ingest to the service, then drops the connection before
+    the answer reaches the client: the retry carries the same Idempotency-Key, so the service replays
+    its first answer instead of creating the run again."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    forwarded: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            answer = httpx.post(tenant.server.url + self.path, content=body, headers=headers, timeout=30)
+            forwarded.append(self.headers["Idempotency-Key"])
+            if len(forwarded) == 1:
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        project = tenant.create_project()
+        env = {**os.environ, "TMS_URL": f"http://127.0.0.1:{proxy.server_address[1]}",
+               "TMS_TOKEN": tenant.write_token}
+        done = subprocess.run([sys.executable, "-m", "tms", "ingest", str(REPORTS / "jest" / "junit.xml"),
+                               "--project", project["id"], "--retry-backoff", "0.05", "--json"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert done.returncode == 0, done.stderr
+    assert len(forwarded) == 2 and forwarded[0] == forwarded[1]
+    runs = tenant.api.get("/api/v1/runs", params={"project_id": project["id"]}).json()["data"]
+    assert [run["id"] for run in runs] == [json.loads(done.stdout)["run_id"]]
+    assert len(results_of(tenant, runs[0]["id"])) == 4  # SHOP-30 is no case here: rejected
