@@ -465,6 +465,50 @@ def test_pages_need_a_session_csrf_and_the_right_tenant(team: Tenant, ai_server:
     assert cases_of(team) == []
 
 
+# --- reading answers and hiding the key (in-process) ----------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("answer", "titles"),
+    [
+        (scenarios(GOOD_1, GOOD_2), [GOOD_1[0], GOOD_2[0]]),
+        (json.dumps([{"name": "Bare list", "gherkin": GOOD_1[1]}]), ["Bare list"]),
+        ('{"scenarios": [{"title": "Raw newlines", "gherkin": "Feature: F\n  Scenario: S\n    Given x\n"}]}'
+         .replace("\\n", "\n"), ["Raw newlines"]),
+        ("<think>maybe {\"scenarios\": []} or not</think>\n" + scenarios(GOOD_1), [GOOD_1[0]]),
+        ("Scenario: Alone\n  Given x\n  Then y", ["Alone"]),
+        ("Feature: F\n  @smoke\n  Scenario: One\n    Given a\n  Scenario: Two\n    Given b", ["One", "Two"]),
+    ],
+    ids=["json", "bare-list", "raw-newlines", "think-block", "scenario-only", "two-scenarios"],
+)
+def test_answers_are_read_leniently_into_whole_features(answer: str, titles: list[str]) -> None:
+    from tms.ai.parse import parse_answer
+    from tms.services.gherkin import validate_gherkin
+
+    drafts = parse_answer(answer)
+    assert [d.title for d in drafts] == titles
+    for draft in drafts:
+        validate_gherkin(draft.gherkin)  # every draft is a document a runner accepts
+    if "@smoke" in answer:
+        assert "@smoke" in drafts[0].gherkin and "@smoke" not in drafts[1].gherkin
+
+
+@pytest.mark.parametrize("answer", ["", "   ", "Sorry, I cannot do that.", '{"scenarios": []}', "<think>hm</think>"])
+def test_answers_without_scenarios_are_malformed(answer: str) -> None:
+    from tms.ai.parse import MalformedAnswer, parse_answer
+
+    with pytest.raises(MalformedAnswer):
+        parse_answer(answer)
+
+
+def test_scrub_hides_the_key_any_bearer_token_and_url_credentials() -> None:
+    from tms.ai.provider import scrub, without_userinfo
+
+    assert scrub(f"key {API_KEY} and Authorization: Bearer other-token, done", API_KEY) == (
+        "key [redacted] and Authorization: Bearer [redacted], done")
+    assert without_userinfo("https://user:pw@llm.example.com:8443/v1") == "https://llm.example.com:8443/v1"
+    assert without_userinfo("http://127.0.0.1:11434/v1") == "http://127.0.0.1:11434/v1"
+
+
 # --- the page in a browser ------------------------------------------------------------------------------
 
 def test_browser_generate_edit_and_save(team: Tenant, fake: FakeProvider, page: Any) -> None:  # noqa: F811

@@ -16,6 +16,8 @@ from typing import Any
 MAX_DRAFTS = 20
 MAX_TITLE = 200
 
+# reasoning models (DeepSeek-R1, QwQ via Ollama) think aloud first; braces in there would confuse the JSON search
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _SCENARIO_LINE = re.compile(r"^\s*(Scenario Outline|Scenario Template|Scenario|Example)\s*:\s*(.*)$")
 _FEATURE_LINE = re.compile(r"^\s*(Feature|Business Need|Ability)\s*:\s*(.*)$", re.M)
@@ -36,6 +38,7 @@ class RawDraft:
 
 def parse_answer(text: str) -> list[RawDraft]:
     """The drafts in a model's answer; raises ``MalformedAnswer`` when there are none."""
+    text = _THINK.sub("", text)
     if not text.strip():
         raise MalformedAnswer("the answer is empty")
     document = _find_json(text)
@@ -64,7 +67,9 @@ def _find_json(text: str) -> Any:
         if candidate[:1] not in ("{", "["):
             continue
         try:
-            return json.loads(candidate)
+            # strict=False: models often put raw newlines inside JSON strings (the Gherkin), which is
+            # invalid JSON but unambiguous
+            return json.loads(candidate, strict=False)
         except ValueError:
             continue
     return None

@@ -69,7 +69,9 @@ class OpenAICompatible:
 
     @property
     def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
+        base = self.base_url.rstrip("/")
+        # the API root is asked for, but a pasted full endpoint is unambiguous too
+        return base if base.endswith("/chat/completions") else base + "/chat/completions"
 
     def scrub(self, text: str) -> str:
         return scrub(text, self.api_key)
@@ -139,8 +141,9 @@ class OpenAICompatible:
             raise self._fail(
                 f"The AI provider refused the credentials (HTTP {status}). Check ai.api_key.", "auth")
         if status == 404:
+            endpoint = without_userinfo(self.endpoint)
             raise self._fail(
-                f"The AI provider answered HTTP 404 for {self.shown_url}/chat/completions. Check ai.base_url "
+                f"The AI provider answered HTTP 404 for {endpoint}. Check ai.base_url "
                 f"(usually ending in /v1) and ai.model ({self.model or 'empty'}).", "http")
         if 300 <= status < 400:
             raise self._fail(f"The AI provider answered with a redirect (HTTP {status}); set ai.base_url to "
