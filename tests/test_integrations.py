@@ -615,3 +615,11 @@ def test_bug_resolved_and_retest_required_are_delivered(server: ServerProcess, t
         assert envelope["data"]["bug_ticket_key"] == "acme/shop#12"
     queue = tenant.api.get("/api/v1/cases", params={"needs_retest": "true"}).json()["data"]
     assert [c["code"] for c in queue] == [case["code"]]
+
+
+def test_oversized_tracker_calls_are_refused(server: ServerProcess, tenant: Tenant) -> None:
+    integration_id, secret = create_integration(tenant, "GITLAB")
+    body = b'{"object_kind": "issue", "padding": "' + b"x" * (3 * 1024 * 1024) + b'"}'
+    response = deliver(server, integration_id, "GITLAB", secret, body)
+    assert_problem(response, 413)
+    assert deliveries_recorded(server, integration_id) == 0
