@@ -20,18 +20,25 @@ async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int)
 
 
 async def most_failing(db: Database, tenant_id: str, run_ids: list[str], limit: int) -> list[Row]:
-    """Cases with the most FAILED or BROKEN results across the given runs, with their latest status."""
+    """Cases with the most FAILED or BROKEN results across the given runs.
+
+    Aggregated first over the runs' results (the (run_id, test_case_id) index), then joined to the
+    library by primary key for the few rows kept. ``+r.tenant_id`` keeps the planner off the
+    tenant-wide case-history index, which would read every result of the tenant.
+    """
     if not run_ids:
         return []
     marks = ",".join("?" * len(run_ids))
     return await db.fetch_all(
-        "SELECT r.test_case_id, r.test_case_code, c.title, c.automation_status, "
-        "SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, COUNT(*) AS executions "
-        f"FROM test_results r LEFT JOIN test_cases c ON c.id = r.test_case_id AND c.tenant_id = r.tenant_id "
-        f"WHERE r.tenant_id = ? AND r.run_id IN ({marks}) AND r.status != 'UNKNOWN' "
-        "GROUP BY r.test_case_id HAVING failures > 0 ORDER BY failures DESC, executions ASC, r.test_case_code "
-        "LIMIT ?",
-        (tenant_id, *run_ids, limit),
+        "SELECT a.*, c.title, c.automation_status FROM ("
+        " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code, "
+        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, COUNT(*) AS executions FROM test_results r"
+        f" WHERE r.run_id IN ({marks}) AND +r.tenant_id = ? AND r.status != 'UNKNOWN'"
+        " GROUP BY r.test_case_id HAVING failures > 0"
+        " ORDER BY failures DESC, executions ASC, test_case_code LIMIT ?) a "
+        "LEFT JOIN test_cases c ON c.id = a.test_case_id AND +c.tenant_id = ? "
+        "ORDER BY a.failures DESC, a.executions ASC, a.test_case_code",
+        (*run_ids, tenant_id, limit, tenant_id),
     )
 
 
@@ -41,13 +48,15 @@ async def unstable(db: Database, tenant_id: str, run_ids: list[str], limit: int)
         return []
     marks = ",".join("?" * len(run_ids))
     return await db.fetch_all(
-        "SELECT r.test_case_id, r.test_case_code, c.title, c.automation_status, "
-        "SUM(r.status = 'PASSED') AS passes, SUM(r.status IN ('FAILED', 'BROKEN')) AS failures "
-        f"FROM test_results r LEFT JOIN test_cases c ON c.id = r.test_case_id AND c.tenant_id = r.tenant_id "
-        f"WHERE r.tenant_id = ? AND r.run_id IN ({marks}) "
-        "GROUP BY r.test_case_id HAVING passes > 0 AND failures > 0 "
-        "ORDER BY MIN(passes, failures) DESC, r.test_case_code LIMIT ?",
-        (tenant_id, *run_ids, limit),
+        "SELECT a.*, c.title, c.automation_status FROM ("
+        " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code, SUM(r.status = 'PASSED') AS passes,"
+        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures FROM test_results r"
+        f" WHERE r.run_id IN ({marks}) AND +r.tenant_id = ?"
+        " GROUP BY r.test_case_id HAVING passes > 0 AND failures > 0"
+        " ORDER BY MIN(passes, failures) DESC, test_case_code LIMIT ?) a "
+        "LEFT JOIN test_cases c ON c.id = a.test_case_id AND +c.tenant_id = ? "
+        "ORDER BY MIN(a.passes, a.failures) DESC, a.test_case_code",
+        (*run_ids, tenant_id, limit, tenant_id),
     )
 
 
