@@ -131,14 +131,3 @@ async def list_retest_queue(db: Database, tenant_id: str, project_id: str | None
     automation_status, retest_reason, retest_bug_key, retest_flagged_at. For the dashboard and case list."""
     return await retest_store.retest_queue(db, tenant_id, project_id)
 
-
-def retest_fields(row: Row) -> dict[str, Any]:
-    """The retest part of a case's JSON: ``needs_retest``, ``retest_reason``, ``retest_bug_key``,
-    ``retest_flagged_at`` from a test_cases row."""
-    return {
-        "needs_retest": bool(row.get("needs_retest")),
-        "retest_reason": row.get("retest_reason"),
-        "retest_bug_key": row.get("retest_bug_key"),
-        "retest_flagged_at": row.get("retest_flagged_at"),
-    }
-
