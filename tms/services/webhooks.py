@@ -134,6 +134,8 @@ async def update_subscription(
     async with db.transaction() as tx:
         if not await store.update_subscription(tx, tenant_id, subscription_id, changes, now_iso()):
             raise NotFound(f"webhook subscription {subscription_id} not found")
+        # the dispatcher caches URL, secret and state of subscriptions with queued work: refresh it
+        tx.after_commit(db.outbox_wakeup.set)
         row = await store.get_subscription(tx, tenant_id, subscription_id)
     assert row is not None
     return subscription_from_row(row)
@@ -143,6 +145,7 @@ async def delete_subscription(db: Database, config: Config, tenant_id: str, subs
     async with db.transaction() as tx:
         if not await store.delete_subscription(tx, tenant_id, subscription_id):
             raise NotFound(f"webhook subscription {subscription_id} not found")
+        tx.after_commit(db.outbox_wakeup.set)
 
 
 def _delivery(row: Row, attempts: list[Attempt]) -> Delivery:

@@ -185,15 +185,27 @@ async def mark_fanned_out(tx: Transaction, event_ids: Sequence[str]) -> None:
 
 
 async def due_deliveries(db: Database, now: str, per_subscription: int, limit: int) -> list[Row]:
-    """Pending deliveries due at ``now``, oldest first, at most ``per_subscription`` of each subscription,
-    so a subscription with a large backlog cannot crowd the others out of the batch."""
+    """Pending deliveries due at ``now`` with what an attempt needs, oldest first, at most
+    ``per_subscription`` of each subscription, so a subscription with a large backlog cannot crowd
+    the others out of the batch."""
     return await db.fetch_all(
-        "SELECT id, subscription_id FROM ("
-        " SELECT id, subscription_id, next_attempt_at, ROW_NUMBER() OVER "
+        "SELECT d.id, d.subscription_id, d.event, d.attempts, d.retry_base, e.body FROM ("
+        " SELECT id, next_attempt_at, ROW_NUMBER() OVER "
         "  (PARTITION BY subscription_id ORDER BY next_attempt_at, id) AS rank"
         " FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
-        ") WHERE rank <= ? ORDER BY next_attempt_at, id LIMIT ?",
+        ") AS due JOIN webhook_deliveries d ON d.id = due.id JOIN events e ON e.id = d.event_id "
+        "WHERE due.rank <= ? ORDER BY due.next_attempt_at, due.id LIMIT ?",
         (now, per_subscription, limit),
+    )
+
+
+async def subscriptions_for_send(db: Database, subscription_ids: Sequence[str]) -> list[Row]:
+    """URL, secret and state of the given subscriptions, read fresh at each refill of the dispatcher."""
+    if not subscription_ids:
+        return []
+    return await db.fetch_all(
+        f"SELECT id, url, secret, active FROM webhook_subscriptions WHERE id IN ({_marks(len(subscription_ids))})",
+        tuple(subscription_ids),
     )
 
 
@@ -204,17 +216,6 @@ async def next_due_at(db: Database, after: str) -> str | None:
         (after,),
     )
     return None if value is None else str(value)
-
-
-async def delivery_for_send(db: Database, delivery_id: str) -> Row | None:
-    """Everything one attempt needs, read fresh: the URL or secret may have changed since fan-out."""
-    return await db.fetch_one(
-        "SELECT d.id, d.tenant_id, d.event, d.status, d.attempts, d.retry_base, e.body, "
-        "s.url, s.secret, s.active "
-        "FROM webhook_deliveries d JOIN events e ON e.id = d.event_id "
-        "JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ?",
-        (delivery_id,),
-    )
 
 
 async def record_attempts(tx: Transaction, attempts: list[dict[str, Any]]) -> None:

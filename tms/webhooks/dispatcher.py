@@ -9,11 +9,12 @@ All state that matters lives in the database, so a crash loses nothing:
   updated only after an attempt has finished, so a delivery in flight during a crash is simply due
   again at the next start: at-least-once, and ``X-Service-Delivery`` lets receivers drop the repeat.
 
-In memory there is only a buffer of due delivery ids and the set of ids being worked on (so one is
-never sent twice at once by this process). Network I/O never happens inside a transaction: an
-attempt reads what it needs, sends, and its outcome is written afterwards, batched with the
-outcomes that finished meanwhile (one short transaction for many attempts keeps the writer free
-for ingest while a backlog drains).
+In memory there is only a buffer of due deliveries (loaded in batches with their bodies, plus the
+URL, secret and state of their subscriptions, refreshed whenever a subscription changes) and the
+set of ids being worked on, so one is never sent twice at once by this process. Network I/O never
+happens inside a transaction: an attempt sends, and its outcome is written afterwards, batched
+with the outcomes that finished meanwhile (one short transaction for many attempts keeps the
+writer free for ingest while a backlog drains).
 
 Waking: a commit that wrote events sets ``db.outbox_wakeup``; otherwise the loop sleeps exactly
 until the next retry is due. ``IDLE_RESCAN_SECONDS`` bounds that sleep because events written by
@@ -73,8 +74,11 @@ class Dispatcher:
         self._max_in_flight = max_in_flight
         self._per_subscription = per_subscription
 
-        self._buffer: dict[str, collections.deque[str]] = {}  # subscription id -> due delivery ids
+        self._buffer: dict[str, collections.deque[dict[str, Any]]] = {}  # subscription id -> due deliveries
         self._known: set[str] = set()  # buffered, being sent, or waiting for their outcome to be written
+        self._done_since_refill: set[str] = set()
+        self._maybe_more: set[str] = set()  # subscriptions that may have more due deliveries than loaded
+        self._subscriptions: dict[str, dict[str, Any]] = {}  # id -> url, secret, active as of the last refill
         self._sending: collections.Counter[str] = collections.Counter()  # subscription id -> attempts in flight
         self._attempts: set[asyncio.Task[None]] = set()
         self._outcomes: list[dict[str, Any]] = []
@@ -170,16 +174,28 @@ class Dispatcher:
                 await store.mark_fanned_out(tx, event_ids)
 
     async def _refill(self) -> None:
+        """Loads due deliveries into the buffer, and fresh URL, secret and state of their subscriptions."""
         room = BUFFER_LIMIT - sum(len(queue) for queue in self._buffer.values())
-        if room <= 0:
-            return
-        rows = await store.due_deliveries(
-            self._db, now_iso(), BUFFER_PER_SUBSCRIPTION + self._per_subscription, room + len(self._known)
-        )
-        for row in rows:
-            if row["id"] not in self._known:
-                self._known.add(row["id"])
-                self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row["id"])
+        # a delivery whose outcome is written while the query below runs must not be loaded again
+        self._done_since_refill.clear()
+        if room > 0:
+            quota = BUFFER_PER_SUBSCRIPTION + self._per_subscription
+            rows = await store.due_deliveries(self._db, now_iso(), quota, room + len(self._known))
+            loaded: collections.Counter[str] = collections.Counter()
+            for row in rows:
+                loaded[row["subscription_id"]] += 1
+                if row["id"] not in self._known and row["id"] not in self._done_since_refill:
+                    self._known.add(row["id"])
+                    self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row)
+            # only a subscription that filled its quota may have more due work waiting in the database
+            self._maybe_more = {sub for sub, count in loaded.items() if count >= quota}
+        wanted = set(self._buffer) | set(self._sending)
+        rows = await store.subscriptions_for_send(self._db, sorted(wanted))
+        self._subscriptions = {row["id"]: row for row in rows}
+        for gone in set(self._buffer) - set(self._subscriptions):
+            # deleted meanwhile: its deliveries went with it (ON DELETE CASCADE)
+            for row in self._buffer.pop(gone):
+                self._known.discard(row["id"])
 
     def _dispatch(self) -> None:
         """Starts attempts from the buffer, one subscription after the other, within both limits."""
@@ -191,12 +207,13 @@ class Dispatcher:
                 if self._sending[subscription_id] >= self._per_subscription:
                     continue
                 queue = self._buffer[subscription_id]
-                delivery_id = queue.popleft()
+                row = queue.popleft()
                 if not queue:
                     del self._buffer[subscription_id]
-                    self._dirty = True
+                    if subscription_id in self._maybe_more:
+                        self._dirty = True
                 self._sending[subscription_id] += 1
-                task = asyncio.create_task(self._attempt(delivery_id, subscription_id))
+                task = asyncio.create_task(self._attempt(row, self._subscriptions.get(subscription_id)))
                 self._attempts.add(task)
                 task.add_done_callback(self._attempts.discard)
                 started = True
@@ -205,20 +222,22 @@ class Dispatcher:
 
     # --- one attempt ------------------------------------------------------------------------------
 
-    async def _attempt(self, delivery_id: str, subscription_id: str) -> None:
+    async def _attempt(self, row: dict[str, Any], subscription: dict[str, Any] | None) -> None:
+        delivery_id, subscription_id = row["id"], row["subscription_id"]
         outcome_row: dict[str, Any] | None = None
         try:
-            row = await store.delivery_for_send(self._db, delivery_id)
-            if row is not None and row["status"] == "pending":
+            if subscription is not None:
                 started_at = now_iso()
-                if not row["active"]:
+                if not subscription["active"]:
                     outcome = delivery.Outcome(False, None, "not sent: the subscription is inactive", 0)
                 else:
-                    target = delivery.Target(delivery_id, row["event"], row["url"], row["secret"], row["body"])
+                    target = delivery.Target(
+                        delivery_id, row["event"], subscription["url"], subscription["secret"], row["body"]
+                    )
                     outcome = await delivery.attempt(
                         self._client, target, timeout=self._timeout, https_only=self._https_only
                     )
-                outcome_row = self._outcome_row(row, started_at, outcome)
+                outcome_row = self._outcome_row(row, bool(subscription["active"]), started_at, outcome)
         except Exception:
             log.exception("webhook delivery %s: attempt failed unexpectedly", delivery_id)
         finally:
@@ -233,12 +252,14 @@ class Dispatcher:
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_outcomes())
 
-    def _outcome_row(self, row: dict[str, Any], started_at: str, outcome: delivery.Outcome) -> dict[str, Any]:
+    def _outcome_row(
+        self, row: dict[str, Any], active: bool, started_at: str, outcome: delivery.Outcome
+    ) -> dict[str, Any]:
         number = row["attempts"] + 1
         status, next_attempt_at, delivered_at = "failed", None, None
         if outcome.ok:
             status, delivered_at = "delivered", now_iso()
-        elif row["active"]:
+        elif active:
             retry = number - row["retry_base"]  # attempt k of this cycle failed: retry k comes next
             if retry <= self._max_retries:
                 delay = delivery.retry_delay(retry, self._backoff_seconds, self._backoff_factor)
@@ -272,6 +293,8 @@ class Dispatcher:
                 continue
             for outcome in batch:
                 self._known.discard(outcome["delivery_id"])
-            # a retry was scheduled or a slot is free again: recompute the next due time
-            self._dirty = True
+                self._done_since_refill.add(outcome["delivery_id"])
+                if outcome["next_attempt_at"] is not None:
+                    due = _epoch(outcome["next_attempt_at"])
+                    self._next_due = due if self._next_due is None else min(self._next_due, due)
             self._wake.set()

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from tms.webhooks import netstream
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -84,11 +86,11 @@ async def resolve(host: str, port: int) -> list[str]:
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore network backend that resolves, checks and connects to the checked address."""
+    """httpcore network backend that resolves, checks and connects to the checked address
+    (over plain asyncio streams, see ``netstream``)."""
 
     def __init__(self, allow_private: bool) -> None:
         self._allow_private = allow_private
-        self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -112,7 +114,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         last_error: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+                return await netstream.open_tcp(address, port, timeout)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last_error = exc
         raise last_error or httpcore.ConnectError(f"cannot resolve {host}")
@@ -126,7 +128,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         raise TargetRefused("target refused: unix sockets are never webhook targets")
 
     async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        await asyncio.sleep(seconds)
 
 
 class GuardedTransport(httpx.AsyncHTTPTransport):
