@@ -382,3 +382,101 @@ def test_pending_retry_survives_kill_9_and_restart(
     done = wait_delivery(tenant.web(), sub["id"], finished)
     assert done["status"] == "delivered" and done["attempts"] == 2
     assert [a["status_code"] for a in done["attempt_log"]] == [500, 200]
+
+
+# --- the events of runs and results, delivered ---------------------------------------------------
+
+
+def by_event(requests: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for request in requests:
+        envelope = json.loads(request.body)
+        assert set(envelope) == {"event", "timestamp", "tenant_id", "data"}
+        assert request.header("x-service-event") == envelope["event"]
+        grouped.setdefault(envelope["event"], []).append(envelope)
+    return grouped
+
+
+def test_ingest_delivers_completed_with_counts_and_one_failed_per_failed_result(
+    wh_tenant: Tenant, receiver: Receiver
+) -> None:
+    from tests.test_cases import new_case
+
+    web = wh_tenant.web()
+    subscribe(web, receiver.url, ["test_run.completed", "test_run_result.failed"], secret=STANDARD_SECRET)
+    project = wh_tenant.create_project("Shop")
+    login, checkout = new_case(wh_tenant), new_case(wh_tenant, title="Checkout")
+    response = wh_tenant.api.post("/api/v1/ingest", json={
+        "project_id": project["id"],
+        "run_name": "CI #42",
+        "environment": "staging",
+        "results": [
+            {"test_case_code": login["code"], "status": "FAILED", "error_message": "500 on submit",
+             "bug_ticket_key": "BUG-1"},
+            {"test_case_id": checkout["id"], "status": "PASSED"},
+            {"title": "unlinked failing", "status": "FAILED", "error_message": "boom"},
+            {"title": "unlinked broken", "status": "BROKEN"},
+            {"title": "unlinked skipped", "status": "SKIPPED"},
+            {"title": "unlinked passing", "status": "PASSED"},
+            {"title": "rejected", "status": "passed"},
+        ],
+    })
+    assert response.status_code == 207, response.text
+    run_id = response.json()["run_id"]
+
+    requests = receiver.wait_for(3)
+    for request in requests:
+        Webhook(STANDARD_SECRET).verify(request.body, request.headers)
+    events = by_event(requests)
+    (completed,) = events["test_run.completed"]
+    assert completed["tenant_id"] == wh_tenant.id and completed["timestamp"].endswith("Z")
+    assert completed["data"] == {
+        "run_id": run_id, "run_name": "CI #42", "project_id": project["id"], "environment": "staging",
+        "total": 6, "passed": 2, "failed": 2, "broken": 1, "skipped": 1,
+    }
+    failed = sorted(events["test_run_result.failed"], key=lambda e: e["data"]["title"])
+    assert len(failed) == 2
+    linked, unlinked = failed[0]["data"], failed[1]["data"]
+    assert set(linked) == {"run_id", "run_name", "project_id", "result_id", "test_case_id", "test_case_code",
+                           "title", "error_message", "bug_ticket_key"}
+    assert (linked["test_case_code"], linked["test_case_id"], linked["error_message"], linked["bug_ticket_key"]) == (
+        login["code"], login["id"], "500 on submit", "BUG-1")
+    assert (unlinked["test_case_code"], unlinked["title"], unlinked["error_message"]) == (
+        None, "unlinked failing", "boom")
+    assert {e["data"]["run_id"] for e in failed} == {run_id}
+    assert linked["result_id"] != unlinked["result_id"]
+
+
+def test_results_and_patch_to_completed_are_delivered_once(wh_tenant: Tenant, receiver: Receiver) -> None:
+    from tests.test_cases import new_case
+
+    web = wh_tenant.web()
+    sub = subscribe(web, receiver.url, ["test_run.completed", "test_run_result.failed"])
+    project = wh_tenant.create_project()
+    first, second = new_case(wh_tenant), new_case(wh_tenant, title="Second")
+    run = wh_tenant.api.post("/api/v1/runs", json={"name": "Manual pass", "project_id": project["id"]}).json()["data"]
+    results = f"/api/v1/runs/{run['id']}/results"
+    posted = wh_tenant.api.post(results, json={"results": [
+        {"test_case_code": first["code"], "status": "FAILED"}, {"test_case_code": second["code"], "status": "FAILED"},
+    ]})
+    assert posted.status_code == 201, posted.text
+    # the same result FAILED again is no new failure; PASSED -> FAILED is
+    wh_tenant.api.post(results, json={"results": [{"test_case_code": first["code"], "status": "FAILED"}]})
+    wh_tenant.api.post(results, json={"results": [{"test_case_code": second["code"], "status": "PASSED"}]})
+    wh_tenant.api.post(results, json={"results": [{"test_case_code": second["code"], "status": "FAILED"}]})
+    for _ in range(2):
+        patched = wh_tenant.api.patch(f"/api/v1/runs/{run['id']}", json={"status": "COMPLETED"})
+        assert patched.status_code == 200, patched.text
+
+    events = by_event(receiver.wait_for(4))
+    # deliveries run concurrently, so their arrival order is not the events' order
+    failed_codes = sorted(e["data"]["test_case_code"] for e in events["test_run_result.failed"])
+    assert failed_codes == sorted([first["code"], second["code"], second["code"]])
+    (completed,) = events["test_run.completed"]
+    assert completed["data"]["run_id"] == run["id"] and completed["data"]["run_name"] == "Manual pass"
+    assert (completed["data"]["total"], completed["data"]["failed"], completed["data"]["passed"]) == (2, 2, 0)
+    # the second PATCH fired nothing: once a later ping has arrived, the log holds one completed delivery
+    ping = web.post(f"/api/webhooks/{sub['id']}/ping").json()["data"]
+    wait_delivery(web, sub["id"], lambda d: d["id"] == ping["id"] and d["status"] == "delivered")
+    logged = [d["event"] for d in deliveries(web, sub["id"])]
+    assert logged.count("test_run.completed") == 1 and logged.count("test_run_result.failed") == 3
