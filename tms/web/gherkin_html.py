@@ -125,6 +125,26 @@ def highlight(text: str) -> list[Markup]:
     return out
 
 
+_TOKEN_WORDS = {
+    "#EOF": "the end", "#Empty": "an empty line", "#Comment": "a comment", "#TagLine": "a tag",
+    "#FeatureLine": "Feature:", "#RuleLine": "Rule:", "#BackgroundLine": "Background:",
+    "#ScenarioLine": "Scenario:", "#ExamplesLine": "Examples:", "#StepLine": "a step (Given, When, Then…)",
+    "#DocStringSeparator": "a doc string", "#TableRow": "a table row", "#Language": "a language line",
+    "#Other": "free text",
+}
+_EXPECTED = re.compile(r"^expected: (.*), got '(.*)'$", re.S)
+
+
+def _plain(message: str) -> str:
+    """The parser's token names in words: 'expected: #EOF, #StepLine, got …' means little to a tester."""
+    match = _EXPECTED.match(message.strip())
+    if not match:
+        return re.sub(r"#\w+", lambda token: _TOKEN_WORDS.get(token.group(0), token.group(0)), message)
+    wanted = [_TOKEN_WORDS.get(token.strip(), token.strip().lstrip("#")) for token in match.group(1).split(",")]
+    return f"“{match.group(2).strip()}” is not valid here. Expected {', '.join(wanted[:-1])} or {wanted[-1]}." \
+        if len(wanted) > 1 else f"“{match.group(2).strip()}” is not valid here. Expected {wanted[0]}."
+
+
 def error_lines(detail: str) -> list[tuple[int | None, str]]:
     """Splits a validate_gherkin message into (line number, message) pairs for display at the line."""
     _, _, body = detail.partition("is not valid Gherkin: ")
@@ -133,7 +153,7 @@ def error_lines(detail: str) -> list[tuple[int | None, str]]:
         match = _LINE_REF.match(part)
         if match:
             message = part.split(": ", 1)[1] if ": " in part else part
-            items.append((int(match.group(1)), message))
+            items.append((int(match.group(1)), _plain(message)))
         else:
             items.append((None, part))
     return items
