@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
@@ -40,6 +41,7 @@ _XSI_SCHEMA = "{http://www.w3.org/2001/XMLSchema-instance}noNamespaceSchemaLocat
 @dataclass(slots=True)
 class _Suite:
     name: str
+    path: tuple[str, ...]  # names of the open suites down to this one: one tuple shared by its cases
     timestamp: str | None
     framework: str | None
     node: bool = False  # node's test runner: classname is always the word "test"
@@ -68,8 +70,11 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                     root_framework = _framework_from_root(elem)
                 if tag == "testsuite":
                     outer = suites[-1].framework if suites else root_framework
+                    name = (elem.get("name") or "").strip()
+                    above = suites[-1].path if suites else ()
                     suites.append(_Suite(
-                        name=(elem.get("name") or "").strip(),
+                        name=name,
+                        path=(*above, name) if name else above,
                         timestamp=elem.get("timestamp") or (suites[-1].timestamp if suites else None),
                         framework=_framework_from_suite(elem) or outer,
                         node=elem.get("disabled") is not None and elem.get("hostname") is not None,
@@ -121,10 +126,26 @@ def _drop(elem: Any, parent: Any) -> None:
 
 
 def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str) -> TestOutcome:
+    suite = suites[-1] if suites else None
+    classname = (elem.get("classname") or "").strip() or None
+    if suite is not None and suite.node and classname in ("test", "suite"):
+        classname, framework = None, framework or "node"
+    outcome = TestOutcome(
+        name=(elem.get("name") or "").strip() or "(unnamed test)",
+        classname=classname,
+        suite_path=suite.path if suite is not None else (),
+        status="PASSED",
+        duration_ms=parse_seconds(elem.get("time")),
+        framework=framework,
+        executed_at=to_utc_iso(elem.get("timestamp") or (suite.timestamp if suite is not None else None)),
+        source=path,
+    )
+    if not len(elem):
+        return outcome  # the common case: a passed test with nothing inside
+
     status = "PASSED"
     messages: list[str] = []
     bodies: list[str] = []
-    notes: list[str] = []
     attempt_notes: list[str] = []
     services: list[str] = []
     out: list[str] = []
@@ -143,7 +164,7 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
             if reason.lower() in _GENERIC:
                 reason = _first_line(_text(child)) or reason
             if reason:
-                notes.append(f"skipped: {_first_line(reason)}")
+                outcome.notes.append(f"skipped: {_first_line(reason)}")
         elif tag in _RETRY_TAGS:
             message = _message(child)
             stack_trace = child.find("stackTrace")
@@ -159,28 +180,16 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
             if text.strip():
                 out.append(f"--- {tag} ---\n{text.rstrip()}")
 
-    classname = (elem.get("classname") or "").strip() or None
-    if suites and suites[-1].node and classname in ("test", "suite"):
-        classname, framework = None, framework or "node"
-    outcome = TestOutcome(
-        name=(elem.get("name") or "").strip() or "(unnamed test)",
-        classname=classname,
-        suite_path=tuple(s.name for s in suites if s.name),
-        status=status,
-        duration_ms=parse_seconds(elem.get("time")),
-        framework=framework,
-        executed_at=to_utc_iso(elem.get("timestamp") or (suites[-1].timestamp if suites else None)),
-        service_properties=tuple(s.strip() for s in services if s and s.strip()),
-        notes=notes,
-        source=path,
-    )
+    outcome.status = status
+    outcome.service_properties = tuple(s.strip() for s in services if s and s.strip())
     if status in ("FAILED", "BROKEN"):
         outcome.error_message = _join_messages(messages) or None
         stack = "\n\n".join(b.strip() for b in bodies if b.strip())
         if out:
             stack = "\n\n".join([stack, *out]) if stack else "\n\n".join(out)
         outcome.error_stack = _cap(stack) or None
-    _record_surefire_attempts(elem, outcome, attempt_notes)
+    if attempt_notes:
+        _record_surefire_attempts(elem, outcome, attempt_notes)
     return outcome
 
 
@@ -258,6 +267,13 @@ def parse_seconds(value: str | None) -> int | None:
     """JUnit `time` (seconds: "1", "0.25", "1,234.5", "0,25") as whole milliseconds."""
     if value is None:
         return None
+    try:  # the common case: a plain number
+        seconds = float(value)
+        if 0 <= seconds < float("inf"):
+            return round(seconds * 1000)
+        return None
+    except ValueError:
+        pass
     text = value.strip()
     if not text:
         return None
@@ -274,6 +290,7 @@ def parse_seconds(value: str | None) -> int | None:
     return round(seconds * 1000)
 
 
+@lru_cache(maxsize=4096)  # every case of a suite carries the suite's timestamp
 def to_utc_iso(value: str | None) -> str | None:
     """An ISO 8601 timestamp as UTC with milliseconds and Z. A timestamp without a zone is read as the
     local time of this machine: reports are written and ingested by the same CI job."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tms.reporter.model import STATUSES, TestOutcome
@@ -49,7 +50,7 @@ def codes_of(outcome: TestOutcome) -> list[str]:
     codes: list[str] = []
     texts = [outcome.name, outcome.classname or "", *outcome.suite_path, *outcome.tags]
     for text in texts:
-        if text and "@service" in text.lower():
+        if text and "@" in text and "@service" in text.lower():
             codes.extend(match.group(2) for match in SERVICE_TAG.finditer(text))
     for tag in outcome.tags:
         bare = BARE_TAG.match(tag)
@@ -64,24 +65,36 @@ def codes_of(outcome: TestOutcome) -> list[str]:
 def title_of(outcome: TestOutcome) -> str:
     """Suite path, classname and name joined, tags taken out, repeats dropped (Surefire names the
     suite after the class; jest-junit repeats the describe blocks in the classname)."""
-    parts: list[str] = []
+    suite_path = outcome.suite_path
     classname = outcome.classname or ""
-    if classname and _names_suites(classname, outcome.suite_path):
-        classname = ""  # Robot Framework: classname "Top.Child" repeats the suite path
     name = outcome.name
-    if outcome.suite_path:
+    if suite_path:
         # jest-junit writes "<describe> <test>" as both classname and name
-        prefix = outcome.suite_path[-1] + " "
+        prefix = suite_path[-1] + " "
         name = name.removeprefix(prefix)
         classname = classname.removeprefix(prefix)
-    for raw in [*outcome.suite_path, classname, name]:
-        part = " ".join(SERVICE_TAG.sub("", raw).split())
-        if part and (not parts or part != parts[-1]):
-            parts.append(part)
+        if classname and _names_suites(classname, suite_path):
+            classname = ""  # Robot Framework: classname "Top.Child" repeats the suite path
+    parts: list[str] = []
+    for raw in (*_clean_path(suite_path), _clean(classname), _clean(name)):
+        if raw and (not parts or raw != parts[-1]):
+            parts.append(raw)
     title = TITLE_SEPARATOR.join(parts) or outcome.name
     return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
+def _clean(text: str) -> str:
+    if "@" in text:
+        return " ".join(SERVICE_TAG.sub("", text).split())
+    return text.strip()
+
+
+@lru_cache(maxsize=4096)  # every case of a suite shares its path
+def _clean_path(suite_path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_clean(name) for name in suite_path)
+
+
+@lru_cache(maxsize=65536)
 def _names_suites(classname: str, suite_path: tuple[str, ...]) -> bool:
     """Robot writes classname "Top.Child" for suites Top > Child, PHPUnit "A.B" for suite "A\\B"."""
     dotted = [_SEPARATORS.sub(".", name) for name in suite_path]
@@ -126,21 +139,22 @@ def to_items(outcomes: list[TestOutcome]) -> list[Item]:
 
 
 def _result(outcome: TestOutcome, title: str, code: str | None) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    if code:
-        result["test_case_code"] = code
+    # absent rather than null: the service is sent only what a report said
+    result: dict[str, Any] = {"test_case_code": code} if code else {}
     result["title"] = title
     result["status"] = outcome.status
-    optional = {
-        "comment": _cap(comment_of(outcome), MAX_COMMENT),
-        "duration_ms": outcome.duration_ms,
-        "framework": outcome.framework,
-        "error_message": outcome.error_message,
-        "error_stack": outcome.error_stack,
-        "executed_at": outcome.executed_at,
-    }
-    # absent rather than null: the service rejects nothing it does not need to see
-    result.update({key: value for key, value in optional.items() if value not in (None, "")})
+    if outcome.attempts or outcome.notes:
+        result["comment"] = _cap(comment_of(outcome), MAX_COMMENT)
+    if outcome.duration_ms is not None:
+        result["duration_ms"] = outcome.duration_ms
+    if outcome.framework:
+        result["framework"] = outcome.framework
+    if outcome.error_message:
+        result["error_message"] = outcome.error_message
+    if outcome.error_stack:
+        result["error_stack"] = outcome.error_stack
+    if outcome.executed_at:
+        result["executed_at"] = outcome.executed_at
     return result
 
 

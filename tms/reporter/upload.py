@@ -12,6 +12,7 @@ Retried: connection errors and timeouts, 429 (after `Retry-After` when the servi
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import random
 import time
@@ -40,8 +41,21 @@ class Reply:
 
 
 def compress(payload: dict[str, Any]) -> bytes:
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-    return gzip.compress(raw, compresslevel=6)
+    """The payload as gzip JSON, encoded one result at a time: the whole JSON text of a 50,000-result
+    run never sits in memory, only its compressed bytes."""
+    buffer = io.BytesIO()
+    head = {key: value for key, value in payload.items() if key != "results"}
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=6, mtime=0) as stream:
+        stream.write(json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1].encode())
+        stream.write(b',"results":[' if head else b'"results":[')
+        chunk: list[str] = []
+        for index, result in enumerate(payload.get("results", [])):
+            chunk.append(("," if index else "") + json.dumps(result, ensure_ascii=False, separators=(",", ":")))
+            if len(chunk) == 1000:
+                stream.write("".join(chunk).encode())
+                chunk.clear()
+        stream.write("".join(chunk).encode() + b"]}")
+    return buffer.getvalue()
 
 
 def post_ingest(
