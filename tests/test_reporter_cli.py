@@ -367,3 +367,19 @@ def test_progress_line_only_on_a_terminal(fake: FakeService) -> None:
     assert process.returncode == 0
     assert b"uploading 10 results" in seen
     assert TOKEN.encode() not in seen and b"run run123" in out
+
+
+def test_every_ingest_option_and_exit_code_is_documented() -> None:
+    import argparse
+
+    from tms.reporter.cli import add_ingest_arguments
+
+    parser = argparse.ArgumentParser()
+    add_ingest_arguments(parser)
+    docs = (ROOT / "docs" / "reporter.md").read_text()
+    for action in parser._actions:
+        for option in action.option_strings:
+            if option not in ("-h", "--help"):
+                assert f"`{option}" in docs, f"{option} is not in docs/reporter.md"
+    for code in range(5):
+        assert f"\n| {code} | " in docs, f"exit status {code} is not in docs/reporter.md"
