@@ -216,6 +216,13 @@ def test_4xx_is_never_retried(fake: FakeService, status: int, hint: str | None) 
         assert hint in run.err
 
 
+def test_a_redirect_is_not_followed_with_the_token(fake: FakeService) -> None:
+    fake.script = [(308, {"Location": "https://tms.example.com/api/v1/ingest"}, {})]
+    run = tms_ingest(PYTEST, "--project", "p1", url=fake.url)
+    assert run.code == 1 and len(fake.requests) == 1
+    assert "HTTP 308" in run.err and "Location: https://tms.example.com/api/v1/ingest" in run.err
+
+
 def test_207_lists_each_rejected_test_by_title(fake: FakeService) -> None:
     answer = {"run_id": "run9", "accepted": 8, "rejected": 2, "errors": [
         {"index": 1, "error": "unknown test_case_code 'SHOP-2'"},

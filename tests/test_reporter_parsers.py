@@ -385,6 +385,10 @@ def test_expand_files_directories_and_globs(tmp_path: Path) -> None:
 
 
 def test_detect_by_content_not_extension(tmp_path: Path) -> None:
+    utf16 = tmp_path / "utf16.xml"
+    utf16.write_text('<?xml version="1.0" encoding="UTF-16"?><testsuite><testcase name="ü"/></testsuite>',
+                     encoding="utf-16")
+    assert detect(str(utf16)) == JUNIT and [o.name for o in parse_junit(str(utf16))] == ["ü"]
     assert detect(write(tmp_path, "report.txt", "\ufeff  <?xml version='1.0'?><testsuite/>")) == JUNIT
     assert detect(write(tmp_path, "report.out", "\n [ {} ]")) == CUCUMBER
     assert detect(write(tmp_path, "package.json", '{"name": "x"}')) is None
@@ -393,3 +397,30 @@ def test_detect_by_content_not_extension(tmp_path: Path) -> None:
     assert [r.path for r in reports] == [found[1]] and skipped == [found[0]]
     with pytest.raises(ReportError, match="not a JUnit XML or Cucumber JSON report"):
         classify(found, explicit={found[0]})
+
+
+def test_the_installed_pytest_writes_what_the_parser_reads(tmp_path: Path) -> None:
+    """A fresh report from the pytest of this venv, so a change in its JUnit output shows up here."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\njunit_family = xunit1\n")
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest\n"
+        "def test_ok(record_property):\n    record_property('service', 'LIVE-1')\n"
+        "def test_bad():\n    assert 1 == 2, 'nope'\n"
+        "@pytest.mark.skip(reason='later')\ndef test_skip():\n    pass\n"
+        "@pytest.mark.parametrize('x', [1], ids=[\"@service('LIVE-2')\"])\ndef test_tagged(x):\n    pass\n"
+        "def test_ünïcode():\n    pass\n"
+    )
+    report = tmp_path / "junit.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+                    "--rootdir", str(tmp_path), "-c", str(tmp_path / "pytest.ini"), str(tmp_path)],
+                   cwd=tmp_path, capture_output=True, check=False, timeout=120)
+    results = items_of(report)
+    assert [(r["title"].split(" > ")[-1], r["status"], r.get("test_case_code")) for r in results] == [
+        ("test_ok", "PASSED", "LIVE-1"), ("test_bad", "FAILED", None), ("test_skip", "SKIPPED", None),
+        ("test_tagged[]", "PASSED", "LIVE-2"), ("test_ünïcode", "PASSED", None),
+    ]
+    assert {r["framework"] for r in results} == {"pytest"}
+    assert "nope" in results[1]["error_message"]

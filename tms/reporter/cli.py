@@ -285,6 +285,9 @@ def _refused(reply: Reply, console: Console, args: argparse.Namespace) -> int:
         404: f"no project {args.project!r} in this token's tenant",
         413: "the request is too large for the service: split the reports into several runs",
     }.get(reply.status_code)
+    if 300 <= reply.status_code < 400:
+        # a POST with a token is not followed anywhere: the URL itself must be the service's
+        hint = f"the service redirects (Location: {reply.location or '?'}): set TMS_URL to the final address"
     if args.json:
         console.out(json.dumps({"error": {"status": reply.status_code, "detail": detail, "errors": fields,
                                           "hint": hint}}, ensure_ascii=False, indent=2))

@@ -73,6 +73,8 @@ def detect(path: str) -> str | None:
             head = handle.read(4096)
     except OSError as exc:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if head.startswith((b"\xff\xfe<\x00", b"\xfe\xff\x00<", b"<\x00", b"\x00<")):
+        return JUNIT  # UTF-16 XML (some Windows tools): the XML parser reads its encoding itself
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     if text.startswith(b"<"):
         return JUNIT

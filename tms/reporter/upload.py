@@ -38,6 +38,7 @@ class Reply:
     body: Any  # parsed JSON, or the raw text when the answer is not JSON
     attempts: int
     idempotency_key: str
+    location: str | None = None  # of a redirect, for the hint
 
 
 def compress(payload: dict[str, Any]) -> bytes:
@@ -109,7 +110,7 @@ def post_ingest(
                 log(f"  HTTP {status}; retrying in {wait:.1f}s")
                 sleep(wait)
                 continue
-            return Reply(status, _body(response), attempt, key)
+            return Reply(status, _body(response), attempt, key, response.headers.get("Location"))
 
 
 def _backoff(attempt: int, base: float) -> float:
