@@ -266,6 +266,7 @@ def test_flaky_tests_are_counted_in_the_summary(fake: FakeService) -> None:
     (("tests/fixtures/reports/nothing-*.xml", "--project", "p1"), "http://127.0.0.1:9", TOKEN, "no report file"),
     ((PYTEST, "--project", " "), "http://127.0.0.1:9", TOKEN, "--project must name"),
     ((PYTEST,), "http://127.0.0.1:9", TOKEN, "--project"),
+    ((PYTEST, "--project", "p1"), "http://127.0.0.1:9", TOKEN + " x", "characters a token never has"),
 ])
 def test_usage_errors_exit_2(args: tuple[str, ...], env_url: str | None, token: str | None, message: str) -> None:
     run = tms_ingest(*args, url=env_url, token=token)

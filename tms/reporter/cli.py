@@ -111,6 +111,14 @@ def run_ingest(args: argparse.Namespace, stdout: TextIO | None = None, stderr: T
     except KeyboardInterrupt:
         console.err("tms ingest: interrupted")
         return 130
+    except Exception as exc:
+        # never Python's own traceback: it bypasses the Console and could carry the token
+        if args.verbose:
+            import traceback
+
+            console.err(traceback.format_exc().rstrip())
+        console.err(f"tms ingest: error: unexpected {type(exc).__name__}: {exc}")
+        return EXIT_FAILED
 
 
 def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> int:
@@ -169,6 +177,8 @@ def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | Non
         return f"--url/TMS_URL must be an http(s) URL, got {url!r}"
     if not token:
         return "no API token: set TMS_TOKEN (or pass --token) to a token with the write scope"
+    if not token.isascii() or not token.isprintable() or " " in token:
+        return "the API token holds spaces or characters a token never has: check TMS_TOKEN (not shown)"
     return None
 
 
