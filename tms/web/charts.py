@@ -38,7 +38,7 @@ def _svg(chart_id: str, title: str, desc: str, width: int, height: int, body: li
 
 def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
     """One 100 %-stacked column per run, oldest on the left: the share of each result status."""
-    width, height, top, bottom, left = 600, 190, 10, 24, 34
+    width, height, top, bottom, left = 600, 190, 10, 24, 52
     plot_h = height - top - bottom
     slot = (width - left - 4) / max(len(runs), 1)
     bar_w = max(4.0, min(36.0, slot * 0.7))
@@ -77,7 +77,7 @@ def _grid(left: int, top: int, plot_h: int, width: int) -> str:
 
 def pass_rate_trend(points: Sequence[tuple[Any, float | None]], chart_id: str = "trend-chart") -> Markup:
     """The pass rate of each run (oldest on the left) as a line; runs without verdicts leave a gap."""
-    width, height, top, bottom, left = 600, 190, 10, 24, 34
+    width, height, top, bottom, left = 600, 190, 10, 24, 52
     plot_h = height - top - bottom
     step = (width - left - 14) / max(len(points) - 1, 1)
     body = [_grid(left, top, plot_h, width)]
