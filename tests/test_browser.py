@@ -163,7 +163,11 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
 
         # the ingest completed the run: test_run.completed is delivered and shows in the log
         page.goto(webhook_url)
-        page.wait_for_selector(".st-delivered", timeout=15_000)
+        for _ in range(60):  # the log does not refresh itself (it would wipe an edit in progress)
+            if page.locator(".st-delivered").count():
+                break
+            page.wait_for_timeout(250)
+            page.reload()
         assert page.get_by_text("test_run.completed").first.is_visible()
         shot(page, "webhook")
         assert any(b"test_run.completed" in item["body"] for item in receiver.received)

@@ -79,12 +79,11 @@ async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str
         raise not_found("webhook") from exc
     if form is None:
         form = {"url": subscription.url, "events": subscription.events, "active": subscription.active}
+    # no auto-refresh while deliveries are pending: it would wipe an edit in progress; a link reloads
     template = render(request, "webhooks/detail.html", status_code=status_code, active_nav="settings",
                       settings_nav="webhooks", subscription=subscription, deliveries=deliveries,
-                      event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=errors or {})
-    if any(d.status == "pending" for d in deliveries):
-        # the log is a live view while a delivery is in flight: refresh so the attempt shows up
-        template.headers["Refresh"] = "3"
+                      event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=errors or {},
+                      pending=any(d.status == "pending" for d in deliveries))
     return template
 
 
