@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, delete, get, patch, post
+from litestar.params import JSONBody
 
 from tms.api.auth import requires
 from tms.models.cases import CaseCreate, CaseEnvelope, CaseList, CaseUpdate
@@ -27,7 +28,7 @@ async def list_cases(
 
 
 @post("/cases", **requires("write"), summary="Create a test case (code given or TC-<n>)")
-async def create_case(request: Request[ApiPrincipal, str, object], data: CaseCreate) -> CaseEnvelope:
+async def create_case(request: Request[ApiPrincipal, str, object], data: JSONBody[CaseCreate]) -> CaseEnvelope:
     return CaseEnvelope(data=await case_service.create_case(request.app.state.db, request.user.tenant_id, data))
 
 
@@ -38,7 +39,7 @@ async def get_case(request: Request[ApiPrincipal, str, object], case_id: str) ->
 
 @patch("/cases/{case_id:str}", **requires("write"), summary="Change fields of a test case")
 async def update_case(
-    request: Request[ApiPrincipal, str, object], case_id: str, data: CaseUpdate
+    request: Request[ApiPrincipal, str, object], case_id: str, data: JSONBody[CaseUpdate]
 ) -> CaseEnvelope:
     case = await case_service.update_case(request.app.state.db, request.user.tenant_id, case_id, data)
     return CaseEnvelope(data=case)

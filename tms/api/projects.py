@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from litestar import Request, get, post
+from litestar.params import JSONBody
 
 from tms.api.auth import requires
 from tms.models.projects import ProjectCreate, ProjectEnvelope, ProjectList
@@ -14,6 +15,6 @@ async def list_projects(request: Request[ApiPrincipal, str, object]) -> ProjectL
 
 
 @post("/projects", **requires("write"), summary="Create a project (inactive)")
-async def create_project(request: Request[ApiPrincipal, str, object], data: ProjectCreate) -> ProjectEnvelope:
+async def create_project(request: Request[ApiPrincipal, str, object], data: JSONBody[ProjectCreate]) -> ProjectEnvelope:
     project = await project_service.create_project(request.app.state.db, request.user.tenant_id, data)
     return ProjectEnvelope(data=project)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, get, patch, post
+from litestar.params import JSONBody
 
 from tms.api.auth import requires
 from tms.models.runs import RunCreate, RunEnvelope, RunList, RunUpdate
@@ -26,7 +27,7 @@ async def list_runs(
 
 
 @post("/runs", **requires("write"), summary="Create a PENDING run, optionally pre-populated with cases")
-async def create_run(request: Request[ApiPrincipal, str, object], data: RunCreate) -> RunEnvelope:
+async def create_run(request: Request[ApiPrincipal, str, object], data: JSONBody[RunCreate]) -> RunEnvelope:
     return RunEnvelope(data=await run_service.create_run(request.app.state.db, request.user.tenant_id, data))
 
 
@@ -36,6 +37,8 @@ async def get_run(request: Request[ApiPrincipal, str, object], run_id: str) -> R
 
 
 @patch("/runs/{run_id:str}", **requires("write"), summary="Change a run's name, environment or status")
-async def update_run(request: Request[ApiPrincipal, str, object], run_id: str, data: RunUpdate) -> RunEnvelope:
+async def update_run(
+    request: Request[ApiPrincipal, str, object], run_id: str, data: JSONBody[RunUpdate]
+) -> RunEnvelope:
     run = await run_service.update_run(request.app.state.db, request.user.tenant_id, run_id, data)
     return RunEnvelope(data=run)

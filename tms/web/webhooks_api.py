@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Router, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
 from tms.models.webhooks import (
     DeliveryEnvelope,
@@ -36,13 +36,13 @@ async def list_subscriptions(request: AnyRequest) -> SubscriptionList:
 
 
 @post("/", summary="Create a webhook subscription")
-async def create_subscription(request: AnyRequest, data: SubscriptionCreate) -> SubscriptionEnvelope:
+async def create_subscription(request: AnyRequest, data: JSONBody[SubscriptionCreate]) -> SubscriptionEnvelope:
     return SubscriptionEnvelope(data=await service.create_subscription(*_ctx(request), data))
 
 
 @patch("/{subscription_id:str}", summary="Update a webhook subscription")
 async def update_subscription(
-    request: AnyRequest, subscription_id: str, data: SubscriptionUpdate
+    request: AnyRequest, subscription_id: str, data: JSONBody[SubscriptionUpdate]
 ) -> SubscriptionEnvelope:
     return SubscriptionEnvelope(data=await service.update_subscription(*_ctx(request), subscription_id, data))
 

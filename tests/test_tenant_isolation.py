@@ -1,0 +1,255 @@
+"""Two tenants' data never meet: every route that takes an id answers 404 for another tenant's id.
+
+The table below must name every route of the app with a path parameter (a test enforces it), so a
+new route cannot ship without its isolation check.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, Tenant, make_tenant_on
+from tms.ids import new_id, now_iso
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 17
+
+
+@dataclass
+class Owned:
+    """One of every kind of resource, all owned by the victim tenant."""
+
+    project: str
+    case_id: str
+    case_code: str
+    run: str
+    result: str
+    native_result: str
+    attachment: str
+    subscription: str
+    delivery: str
+    integration: str
+    token: str
+    generation: str
+
+
+def _owned_resources(victim: Tenant) -> Owned:
+    api = victim.api
+    project = victim.create_project("Victim project")["id"]
+    case = api.post("/api/v1/cases", json={
+        "project_id": project, "title": "Secret case",
+        "bdd_content": "Feature: F\n  Scenario: S\n    Given x\n",
+    }).json()["data"]
+    ingest = api.post("/api/v1/ingest", json={"project_id": project, "results": [
+        {"test_case_code": case["code"], "status": "FAILED"}, {"title": "unlinked", "status": "PASSED"}]})
+    assert ingest.status_code == 201, ingest.text
+    run = ingest.json()["run_id"]
+    results = api.get(f"/api/v1/runs/{run}/results").json()["data"]
+    linked = next(r for r in results if r["test_case_id"])
+    native = next(r for r in results if not r["test_case_id"])
+    upload = api.post(f"/api/v1/results/{linked['id']}/attachments", files={"file": ("shot.png", PNG, "image/png")})
+    assert upload.status_code == 201, upload.text
+    web = victim.web()
+    subscription = web.post("/api/webhooks", json={"url": "http://127.0.0.1:9/hook", "events": ["test_run.completed"]})
+    assert subscription.status_code == 201, subscription.text
+    subscription_id = subscription.json()["data"]["id"]
+    assert web.post(f"/api/webhooks/{subscription_id}/ping").status_code in (200, 201, 202)
+    deliveries = web.get(f"/api/webhooks/{subscription_id}/deliveries").json()["data"]
+
+    conn = sqlite3.connect(victim.server.db_path, timeout=10)
+    with conn:
+        token = conn.execute("SELECT id FROM api_tokens WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
+        integration = new_id()
+        conn.execute(
+            "INSERT INTO integrations (id, tenant_id, kind, name, secret, created_at, updated_at) "
+            "VALUES (?, ?, 'GITHUB', 'gh', 'secret', ?, ?)", (integration, victim.id, now_iso(), now_iso()))
+        generation = new_id()
+        conn.execute(
+            "INSERT INTO ai_generations (id, tenant_id, project_id, month, model, drafts, created_at, status, "
+            "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
+            (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
+    conn.close()
+    return Owned(project, case["id"], case["code"], run, linked["id"], native["id"],
+                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+
+
+# (method, path template, body kind); placeholders name Owned fields.
+API_ROUTES = [
+    ("POST", "/api/v1/results/{result}/attachments", "file"),
+    ("POST", "/api/v1/results/{native_result}/attachments", "file"),
+    ("GET", "/api/v1/attachments/{attachment}", None),
+    ("GET", "/api/v1/cases/{case_id}", None),
+    ("GET", "/api/v1/cases/{case_code}", None),
+    ("PATCH", "/api/v1/cases/{case_id}", {"title": "stolen"}),
+    ("PATCH", "/api/v1/cases/{case_code}", {"status": "READY"}),
+    ("DELETE", "/api/v1/cases/{case_id}", None),
+    ("DELETE", "/api/v1/cases/{case_code}", None),
+    ("GET", "/api/v1/runs/{run}", None),
+    ("PATCH", "/api/v1/runs/{run}", {"name": "stolen"}),
+    ("GET", "/api/v1/runs/{run}/results", None),
+    ("POST", "/api/v1/runs/{run}/results", {"results": [{"test_case_code": "TC-1", "status": "PASSED"}]}),
+]
+SESSION_API_ROUTES = [
+    ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
+    ("DELETE", "/api/webhooks/{subscription}", None),
+    ("GET", "/api/webhooks/{subscription}/deliveries", None),
+    ("POST", "/api/webhooks/{subscription}/deliveries/{delivery}/redeliver", None),
+    ("POST", "/api/webhooks/{subscription}/ping", None),
+]
+WEB_ROUTES = [
+    ("GET", "/ai/generations/{generation}", None),
+    ("POST", "/ai/generations/{generation}", {"keep": "0"}),
+    ("POST", "/projects/{project}/activate", {}),
+    ("POST", "/settings/tokens/{token}/revoke", {}),
+    ("GET", "/cases/{case_code}", None),
+    ("GET", "/cases/{case_id}", None),
+    ("GET", "/cases/{case_code}/edit", None),
+    ("POST", "/cases/{case_code}/edit", {"title": "stolen"}),
+    ("POST", "/cases/{case_code}/status", {"status": "READY"}),
+    ("POST", "/cases/{case_code}/retest", {"needs_retest": "true"}),
+    ("GET", "/runs/{run}", None),
+    ("POST", "/runs/{run}/complete", {}),
+    ("GET", "/web/attachments/{attachment}", None),
+    ("GET", "/settings/webhooks/{subscription}", None),
+    ("POST", "/settings/webhooks/{subscription}", {"url": "http://127.0.0.1:9/x"}),
+    ("POST", "/settings/webhooks/{subscription}/pause", {}),
+    ("POST", "/settings/webhooks/{subscription}/resume", {}),
+    ("POST", "/settings/webhooks/{subscription}/delete", {}),
+    ("POST", "/settings/webhooks/{subscription}/ping", {}),
+    ("POST", "/settings/webhooks/{subscription}/deliveries/{delivery}/redeliver", {}),
+    ("GET", "/settings/integrations/{integration}", None),
+    ("POST", "/settings/integrations/{integration}/secret", {}),
+    ("POST", "/settings/integrations/{integration}/delete", {}),
+]
+# Routes with a path parameter that are not tenant resources, with the reason.
+NOT_TENANT_SCOPED = {
+    "/static/{file_path:path}": "public static files",
+    "/schema/{path:str}": "OpenAPI documents",
+    "/api/integrations/{integration_id:str}": "tracker webhook: authenticated by the integration's own secret "
+                                              "(tested in test_integrations.py)",
+}
+
+
+@pytest.fixture(scope="module")
+def two_tenants(server: ServerProcess) -> tuple[Tenant, Tenant, Owned]:
+    victim = make_tenant_on(server, "Victim")
+    attacker = make_tenant_on(server, "Attacker")
+    return victim, attacker, _owned_resources(victim)
+
+
+def _request(client: httpx.Client, method: str, path: str, body: Any, *, form: bool) -> httpx.Response:
+    if body == "file":
+        return client.request(method, path, files={"file": ("x.png", PNG, "image/png")})
+    if body is None:
+        return client.request(method, path)
+    if form:
+        token = client.cookies.get("csrftoken", "")
+        return client.request(method, path, data={**body, "_csrf_token": token})
+    return client.request(method, path, json=body)
+
+
+@pytest.mark.parametrize(("method", "template", "body"), API_ROUTES, ids=lambda v: str(v)[:60])
+def test_public_api_answers_404_for_another_tenants_ids(two_tenants, method, template, body) -> None:
+    _, attacker, owned = two_tenants
+    response = _request(attacker.api, method, template.format(**owned.__dict__), body, form=False)
+    assert response.status_code == 404, f"{method} {template}: {response.status_code} {response.text[:200]}"
+
+
+@pytest.mark.parametrize(("method", "template", "body"), SESSION_API_ROUTES, ids=lambda v: str(v)[:60])
+def test_session_api_answers_404_for_another_tenants_ids(two_tenants, method, template, body) -> None:
+    _, attacker, owned = two_tenants
+    response = _request(attacker.web(), method, template.format(**owned.__dict__), body, form=False)
+    assert response.status_code == 404, f"{method} {template}: {response.status_code} {response.text[:200]}"
+
+
+@pytest.mark.parametrize(("method", "template", "body"), WEB_ROUTES, ids=lambda v: str(v)[:60])
+def test_web_pages_answer_404_for_another_tenants_ids(two_tenants, method, template, body) -> None:
+    _, attacker, owned = two_tenants
+    response = _request(attacker.web(), method, template.format(**owned.__dict__), body, form=True)
+    assert response.status_code == 404, f"{method} {template}: {response.status_code} {response.text[:200]}"
+
+
+def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
+    victim, attacker, owned = two_tenants
+    case = victim.api.get(f"/api/v1/cases/{owned.case_id}").json()["data"]
+    assert case["title"] == "Secret case" and case["status"] == "DRAFT"
+    assert victim.api.get(f"/api/v1/runs/{owned.run}").json()["data"]["name"] != "stolen"
+    assert victim.api.get(f"/api/v1/attachments/{owned.attachment}").status_code == 200
+    assert victim.web().get("/api/webhooks").json()["data"][0]["active"] is True
+    for path in ("/api/v1/projects", "/api/v1/cases", "/api/v1/runs"):
+        assert attacker.api.get(path).json()["data"] == [], path
+    assert attacker.web().get("/api/webhooks").json()["data"] == []
+    assert attacker.api.get("/api/v1/cases", params={"project_id": owned.project}).json()["data"] == []
+    assert attacker.api.get("/api/v1/runs", params={"project_id": owned.project}).json()["data"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/cases", {"project_id": "{project}", "title": "t", "bdd_content": "Feature: F\n  Scenario: S\n"}),
+        ("/api/v1/runs", {"project_id": "{project}", "name": "r"}),
+        ("/api/v1/runs", {"project_id": "{own_project}", "name": "r", "test_case_ids": ["{case_id}"]}),
+        ("/api/v1/ingest", {"project_id": "{project}", "results": [{"title": "t", "status": "PASSED"}]}),
+    ],
+)
+def test_another_tenants_project_or_case_cannot_be_referenced(two_tenants, path: str, body: dict) -> None:
+    _, attacker, owned = two_tenants
+    own_project = attacker.create_project("Own")["id"]
+    filled = json.loads(json.dumps(body).replace("{own_project}", own_project).replace("{project}", owned.project)
+                        .replace("{case_id}", owned.case_id))
+    response = attacker.api.post(path, json=filled)
+    assert response.status_code in (400, 404), response.text
+    assert owned.project not in response.text or "not found" in response.text.lower()
+
+
+def test_ingest_cannot_link_another_tenants_case_code(two_tenants) -> None:
+    _, attacker, owned = two_tenants
+    project = attacker.create_project("Mine")["id"]
+    response = attacker.api.post("/api/v1/ingest", json={
+        "project_id": project, "results": [{"test_case_code": owned.case_code, "status": "PASSED"},
+                                           {"test_case_id": owned.case_id, "status": "PASSED"}]})
+    if owned.case_code.startswith("TC-"):
+        # the attacker may own a TC-1 of its own; only the id reference is unambiguous
+        assert response.json()["errors"][-1]["index"] == 1
+    else:
+        assert response.json()["rejected"] == 2
+
+
+def test_every_parametrized_route_is_checked() -> None:
+    import warnings
+
+    from litestar.exceptions import LitestarDeprecationWarning
+
+    from tms.app import create_app
+    from tms.config import load_config
+
+    covered = {template for _, template, _ in API_ROUTES + SESSION_API_ROUTES + WEB_ROUTES}
+    with warnings.catch_warnings():
+        # Litestar 2.25 deprecates inferred path parameters (Litestar 3 wants FromPath[...]); the server
+        # runs fine with them, and the migration is tracked in docs/DEVELOPING.md.
+        warnings.simplefilter("ignore", LitestarDeprecationWarning)
+        app = create_app(load_config(None, {}))
+    missing = []
+    for route in app.routes:
+        if "{" not in route.path or route.path in NOT_TENANT_SCOPED:
+            continue
+        for method in sorted(getattr(route, "methods", set()) - {"OPTIONS", "HEAD"}):
+            generic = _generic(route.path)
+            if not any(_generic(t) == generic for t in covered if _method_of(t, method)):
+                missing.append(f"{method} {route.path}")
+    assert not missing, f"routes without an isolation check: {missing}"
+
+
+def _generic(path: str) -> str:
+    import re
+
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _method_of(template: str, method: str) -> bool:
+    return any(m == method and t == template for m, t, _ in API_ROUTES + SESSION_API_ROUTES + WEB_ROUTES)
