@@ -111,12 +111,30 @@ def seed(db_path: Path, tenant_id: str, cases: int, runs: int, per_run: int) -> 
                 "INSERT INTO native_test_results (id, tenant_id, project_id, run_id, title, status, comment, "
                 "bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, error_stack, executed_at, "
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", native_rows)
+            # one full-library run: a nightly of every case, the largest run page there is
+            big_id, big_at = new_ids(1)[0], "2026-03-01T00:00:00.000Z"
+            big_ids = new_ids(cases)
+            big = [(big_ids[i], tenant_id, big_id, case_ids[i], codes[i], None, rnd.choice(STATUSES), None, None, None,
+                    rnd.randint(20, 9000), "pytest", None, None, big_at, big_at, big_at) for i in range(cases)]
+            tally = {s: sum(1 for row in big if row[6] == s) for s in ("PASSED", "FAILED", "BROKEN", "SKIPPED")}
+            await tx.execute(
+                "INSERT INTO test_runs (id, tenant_id, project_id, name, environment, status, created_at, "
+                "updated_at, completed_at, results_total, results_passed, results_failed, results_broken, "
+                "results_skipped, results_unknown) VALUES (?, ?, ?, 'Full library', 'staging', 'COMPLETED', ?, ?, ?, "
+                "?, ?, ?, ?, ?, 0)",
+                (big_id, tenant_id, project_id, big_at, big_at, big_at, cases, tally["PASSED"], tally["FAILED"],
+                 tally["BROKEN"], tally["SKIPPED"]))
+            await tx.executemany(
+                "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, title, status, "
+                "comment, bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, error_stack, "
+                "executed_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                big)
             # a retest queue of 25 cases
             await tx.executemany(
                 "UPDATE test_cases SET needs_retest = 1, retest_reason = 'bug resolved', retest_bug_key = 'SHOP-42', "
                 "retest_flagged_at = ? WHERE id = ?", [(t0, case_ids[i]) for i in range(0, cases, max(1, cases // 25))])
         await db.fetch_value("PRAGMA optimize")
-        return {"project_id": project_id, "code": codes[0], "run_id": run_ids[-1]}
+        return {"project_id": project_id, "code": codes[0], "run_id": run_ids[-1], "big_run_id": big_id}
 
     return run_admin(db_path, write)  # type: ignore[no-any-return]
 
@@ -180,6 +198,8 @@ def main() -> None:
                 ("Runs, last page", "/runs?offset=950"),
                 ("Run page", f"/runs/{ids['run_id']}"),
                 ("Run page, failed only", f"/runs/{ids['run_id']}?status=FAILED"),
+                (f"Run page, {args.cases:,} results (first 200 shown)", f"/runs/{ids['big_run_id']}"),
+                ("Same run, failed only", f"/runs/{ids['big_run_id']}?status=FAILED"),
                 ("API tokens", "/settings/tokens"),
                 ("Webhooks", "/settings/webhooks"),
                 ("Webhook with log", hook_path),

@@ -51,12 +51,13 @@ async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Da
     runs = [run_from_row(row) for row in await store.recent_runs(db, tenant_id, project_id, TREND_RUNS)]
     run_ids = [run.id for run in runs]
     flaky, flaky_total = await store.flaky_cases(db, tenant_id, project_id, LIST_LIMIT)
+    failing, unstable = await store.failing_and_unstable(db, tenant_id, run_ids, LIST_LIMIT)
     board = Dashboard(
         project_id=project_id,
         recent_runs=runs[:RECENT_RUNS],
         trend=[(run, pass_rate(run)) for run in reversed(runs)],
-        most_failing=await store.most_failing(db, tenant_id, run_ids, LIST_LIMIT),
-        unstable=await store.unstable(db, tenant_id, run_ids, LIST_LIMIT),
+        most_failing=failing,
+        unstable=unstable,
         flaky=flaky,
         flaky_total=flaky_total,
         unlinked_results=await store.unlinked_count(db, tenant_id, project_id),

@@ -19,45 +19,37 @@ async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int)
     )
 
 
-async def most_failing(db: Database, tenant_id: str, run_ids: list[str], limit: int) -> list[Row]:
-    """Cases with the most FAILED or BROKEN results across the given runs.
+async def failing_and_unstable(db: Database, tenant_id: str, run_ids: list[str], limit: int
+                               ) -> tuple[list[Row], list[Row]]:
+    """Over the given runs: the cases failing most often (FAILED or BROKEN), and the cases that both
+    passed and failed (flaky in fact, whatever their label). One aggregate pass serves both lists.
 
-    Aggregated first over the runs' results (the (run_id, test_case_id) index), then joined to the
-    library by primary key for the few rows kept. ``+r.tenant_id`` keeps the planner off the
-    tenant-wide case-history index, which would read every result of the tenant.
+    The aggregate reads the runs' results through the (run_id, test_case_id) index; ``+r.tenant_id``
+    keeps the planner off the tenant-wide case-history index, which would read every result of the
+    tenant. The few rows kept are joined to the library by primary key.
     """
     if not run_ids:
-        return []
+        return [], []
     marks = ",".join("?" * len(run_ids))
-    return await db.fetch_all(
-        "SELECT a.*, c.title, c.automation_status FROM ("
-        " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code, "
-        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, COUNT(*) AS executions FROM test_results r"
-        f" WHERE r.run_id IN ({marks}) AND +r.tenant_id = ? AND r.status != 'UNKNOWN'"
-        " GROUP BY r.test_case_id HAVING failures > 0"
-        " ORDER BY failures DESC, executions ASC, test_case_code LIMIT ?) a "
-        "LEFT JOIN test_cases c ON c.id = a.test_case_id AND +c.tenant_id = ? "
-        "ORDER BY a.failures DESC, a.executions ASC, a.test_case_code",
-        (*run_ids, tenant_id, limit, tenant_id),
-    )
-
-
-async def unstable(db: Database, tenant_id: str, run_ids: list[str], limit: int) -> list[Row]:
-    """Cases that both passed and failed across the given runs: flaky in fact, whatever their label."""
-    if not run_ids:
-        return []
-    marks = ",".join("?" * len(run_ids))
-    return await db.fetch_all(
-        "SELECT a.*, c.title, c.automation_status FROM ("
+    rows = await db.fetch_all(
+        "WITH agg AS MATERIALIZED ("
         " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code, SUM(r.status = 'PASSED') AS passes,"
-        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures FROM test_results r"
-        f" WHERE r.run_id IN ({marks}) AND +r.tenant_id = ?"
-        " GROUP BY r.test_case_id HAVING passes > 0 AND failures > 0"
-        " ORDER BY MIN(passes, failures) DESC, test_case_code LIMIT ?) a "
-        "LEFT JOIN test_cases c ON c.id = a.test_case_id AND +c.tenant_id = ? "
-        "ORDER BY MIN(a.passes, a.failures) DESC, a.test_case_code",
-        (*run_ids, tenant_id, limit, tenant_id),
+        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, SUM(r.status != 'UNKNOWN') AS executions"
+        f" FROM test_results r WHERE r.run_id IN ({marks}) AND +r.tenant_id = ? GROUP BY r.test_case_id), "
+        "picked AS ("
+        " SELECT * FROM (SELECT 'failing' AS list, * FROM agg WHERE failures > 0"
+        "  ORDER BY failures DESC, executions ASC, test_case_code LIMIT ?)"
+        " UNION ALL SELECT * FROM (SELECT 'unstable' AS list, * FROM agg WHERE passes > 0 AND failures > 0"
+        "  ORDER BY MIN(passes, failures) DESC, test_case_code LIMIT ?)) "
+        "SELECT p.*, c.title, c.automation_status FROM picked p "
+        "LEFT JOIN test_cases c ON c.id = p.test_case_id AND +c.tenant_id = ?",
+        (*run_ids, tenant_id, limit, limit, tenant_id),
     )
+    failing = sorted((r for r in rows if r["list"] == "failing"),
+                     key=lambda r: (-r["failures"], r["executions"], r["test_case_code"]))
+    unstable = sorted((r for r in rows if r["list"] == "unstable"),
+                      key=lambda r: (-min(r["passes"], r["failures"]), r["test_case_code"]))
+    return failing, unstable
 
 
 async def flaky_cases(db: Database, tenant_id: str, project_id: str, limit: int) -> tuple[list[Row], int]:

@@ -12,7 +12,6 @@ from tms.api.attachments import SVG_CSP, content_disposition
 from tms.models.runs import RUN_STATUSES, RunUpdate
 from tms.services import attachments as attachment_service
 from tms.services import projects as project_service
-from tms.services import results as result_service
 from tms.services import runs as run_service
 from tms.services.errors import NotFound
 from tms.store import run_views
@@ -22,7 +21,7 @@ from tms.web.session import page_guard
 PAGE_SIZE = 50
 RESULT_STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 # results shown per page of a run; a 20,000-result nightly run must not become a 50 MB page
-RESULTS_PAGE = 500
+RESULTS_PAGE = 200
 
 
 def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
@@ -62,24 +61,28 @@ async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
 async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     run = await _run_or_404(request, run_id)
-    results = await result_service.list_results(db, tenant, run.id)
     status = status if status in RESULT_STATUSES else None
-    by_status: dict[str, int] = {}
-    for result in results:
-        by_status[result.status] = by_status.get(result.status, 0) + 1
-    shown = [r for r in results if status is None or r.status == status]
-    linked = [r for r in shown if r.test_case_id is not None]
-    unlinked = [r for r in shown if r.test_case_id is None]
     offset = max(0, offset)
+    linked_counts, unlinked_counts = await run_views.status_counts(db, tenant, run.id)
+    by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
+    linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
+    unlinked_total = unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values())
+    linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status, limit=RESULTS_PAGE,
+                                         offset=offset)
+    unlinked = await run_views.result_page(db, tenant, run.id, unlinked=True, status=status, limit=RESULTS_PAGE,
+                                           offset=0)
+    # attachments of the shown rows only, through the attachments service (one query per 500 ids)
+    attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
+    for row in linked + unlinked:
+        row["attachments"] = attachments.get(row["id"], [])
     try:
         project = await project_service.get_project(db, tenant, run.project_id)
     except NotFound:
         project = None
     return render(request, "runs/detail.html", active_nav="runs", run=run, project=project,
-                  linked=linked[offset : offset + RESULTS_PAGE], unlinked=unlinked[:RESULTS_PAGE],
-                  unlinked_total=len(unlinked), by_status=by_status, status=status, statuses=RESULT_STATUSES,
-                  total=len(results), bar=bar_segments(run.counts),
-                  pager=page_numbers(len(linked), RESULTS_PAGE, offset),
+                  linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
+                  status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
+                  bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
                   pager_query=urlencode({"status": status}) if status else "")
 
 
