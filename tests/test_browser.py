@@ -44,6 +44,9 @@ def png(width: int = 160, height: int = 90) -> bytes:
 def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any) -> None:  # noqa: F811
     server = start_server(env={"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2"})
     base = server.url
+    # everything the pages load must come from the service itself (air-gapped VMs)
+    loaded: list[str] = []
+    page.on("request", lambda request: loaded.append(request.url))
     setup_token = server.setup_token()
     assert setup_token, server.log()
 
@@ -195,6 +198,8 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
         assert no_horizontal_overflow(page), path
         if name in ("dashboard", "run"):
             shot(page, f"{name}-375")
+    outside = [url for url in loaded if not url.startswith((base, "data:", "about:"))]
+    assert not outside, outside
 
 
 def test_keyboard_reaches_the_main_navigation(start_server: Callable[..., ServerProcess], page: Any) -> None:  # noqa: F811

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import struct
 import zlib
 
@@ -89,6 +91,11 @@ def test_mark_completed_fires_once(tenant: Tenant) -> None:
     assert tenant.api.get(f"/api/v1/runs/{run['id']}").json()["data"]["status"] == "COMPLETED"
     again = follow(web, web.post(f"/runs/{run['id']}/complete"))
     assert "already completed" in again.text
+    # the runs service fired test_run.completed into the outbox, once
+    with sqlite3.connect(f"file:{tenant.server.db_path}?mode=ro", uri=True) as conn:
+        bodies = [json.loads(body) for (body,) in conn.execute(
+            "SELECT body FROM events WHERE tenant_id = ? AND event = 'test_run.completed'", (tenant.id,))]
+    assert [b["data"]["run_id"] for b in bodies] == [run["id"]]
 
 
 def test_attachments_inline_and_download(tenant: Tenant) -> None:
