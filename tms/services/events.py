@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from tms.db import Database, Transaction
-from tms.ids import new_id, now_iso
+from tms.ids import new_ids, now_iso
 from tms.store import outbox
 
 EVENT_NAMES: tuple[str, ...] = (
@@ -44,7 +44,11 @@ async def emit_many(
     if not items:
         return []
     at = now_iso()
-    rows = [(new_id(), tenant_id, event, envelope(event, tenant_id, data, at), at) for data in items]
+    # ids minted in bulk: an ingest with thousands of FAILED results emits thousands of events at once
+    rows = [
+        (event_id, tenant_id, event, envelope(event, tenant_id, data, at), at)
+        for event_id, data in zip(new_ids(len(items)), items, strict=True)
+    ]
     await outbox.insert_events(tx, rows)
     tx.after_commit(db.outbox_wakeup.set)
     return [row[0] for row in rows]
