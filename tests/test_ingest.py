@@ -219,3 +219,12 @@ def test_a_large_report_in_one_request(tenant: Tenant) -> None:
     assert response.status_code == 201 and response.json()["accepted"] == 5020
     assert row_counts(tenant) == (1, 20, 5000)
     assert len(events_of(tenant, "test_run_result.failed")) == 50
+
+
+def test_a_body_above_the_default_10_mb_limit_is_accepted_on_ingest(tenant: Tenant) -> None:
+    """Ingest raises the app-wide 10 MB body limit: a big report must not be a 413."""
+    project = tenant.create_project()
+    items = [{"title": f"t{i}", "status": "FAILED", "error_stack": "x" * 190_000} for i in range(60)]
+    response = ingest(tenant, {"project_id": project["id"], "results": items})
+    assert response.status_code == 201, response.text[:300]
+    assert response.json()["accepted"] == 60
