@@ -173,3 +173,12 @@ def test_case_forms_need_csrf(tenant: Tenant) -> None:
 def test_anonymous_is_sent_to_login(tenant: Tenant) -> None:
     response = httpx.get(f"{tenant.server.url}/cases")
     assert response.status_code in (302, 303, 307) and "/login" in response.headers["location"]
+
+
+def test_list_marks_cases_waiting_for_retest(tenant: Tenant) -> None:
+    flagged, plain = _case(tenant, "Flagged"), _case(tenant, "Plain")
+    web = tenant.web()
+    assert web.post(f"/cases/{flagged['code']}/retest", data={"needs_retest": "true"}).status_code == 303
+    rows = web.get("/cases", headers=HTML).text.split("<tr>")
+    assert "needs retest" in next(r for r in rows if f'href="/cases/{flagged["code"]}"' in r)
+    assert "needs retest" not in next(r for r in rows if f'href="/cases/{plain["code"]}"' in r)

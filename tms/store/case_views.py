@@ -50,7 +50,7 @@ async def search_cases(db: Database, tenant_id: str, filters: CaseFilters, *, li
     """A page, newest first, and the number of cases matching the filters."""
     where, params = _where(tenant_id, filters)
     rows = await db.fetch_all(
-        f"SELECT {COLUMNS} FROM test_cases WHERE {where} ORDER BY rowid DESC LIMIT ? OFFSET ?",
+        f"SELECT {COLUMNS}, needs_retest FROM test_cases WHERE {where} ORDER BY rowid DESC LIMIT ? OFFSET ?",
         (*params, limit, offset),
     )
     total = await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {where}", params)

@@ -60,7 +60,8 @@ async def list_cases(request: AnyRequest, offset: int = 0) -> Template:
     rows, total = await case_views.search_cases(db, tenant, filters, limit=PAGE_SIZE, offset=offset)
     projects = await project_service.list_projects(db, tenant)
     cases = [case_service.case_from_row(row) for row in rows]
-    return render(request, "cases/list.html", active_nav="cases", cases=cases, query=query,
+    retest = {row["id"] for row in rows if row["needs_retest"]}
+    return render(request, "cases/list.html", active_nav="cases", cases=cases, query=query, retest=retest,
                   projects=projects, project_names={p.id: p.name for p in projects},
                   pager=page_numbers(total, PAGE_SIZE, offset),
                   pager_query=urlencode({k: v for k, v in query.items() if v}),
