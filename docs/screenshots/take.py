@@ -149,7 +149,8 @@ def main() -> None:
                                    ("runs", "/runs"), ("run", f"/runs/{ids['run_id']}?status=FAILED"),
                                    ("tokens", "/settings/tokens"), ("webhook", hook.headers["location"])):
                     page.goto(server.url + path)
-                    page.screenshot(path=str(OUT / f"{name}.png"), full_page=name not in ("dashboard", "webhook", "runs"))
+                    whole = name not in ("dashboard", "webhook", "runs")
+                    page.screenshot(path=str(OUT / f"{name}.png"), full_page=whole)
                 page.goto(f"{server.url}/cases/new")
                 page.get_by_label("Title").fill("Pay with a gift card")
                 page.get_by_label("Gherkin").fill("Feature: Gift cards\n  Scenario: Pay\n    Given a gift card\n"
