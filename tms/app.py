@@ -56,6 +56,7 @@ from tms.web import webhooks_api
 from tms.web.session import LoginRequired
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
+from tms.webhooks.gauge import RequestGauge
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,7 @@ async def _every(seconds: float, job: Callable[[], Awaitable[Any]], name: str) -
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     db = Database(config.db_path)
     token_usage = LastUsedTracker()
+    request_gauge = RequestGauge()  # webhook delivery yields to requests in progress
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -144,7 +146,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # the CSRF middleware reads its secret from this config object on each request
         csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
         # the outbox drain: resumes pending deliveries from the database, then follows new events
-        dispatcher = Dispatcher(db, config)
+        dispatcher = Dispatcher(db, config, gauge=request_gauge)
         await dispatcher.start()
         tasks = [
             asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
@@ -213,7 +215,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[session_config.middleware],
+        middleware=[request_gauge.middleware, session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],

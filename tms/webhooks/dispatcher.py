@@ -23,7 +23,9 @@ rescan is one indexed read.
 
 Concurrency is bounded twice: ``max_in_flight`` attempts in all, and ``per_subscription`` for any
 one subscription, so a receiver that hangs until the timeout can occupy only its own few slots
-while the others keep flowing.
+while the others keep flowing. While the server answers API requests, attempts also start at no
+more than ``busy_rate`` per second (``tms.webhooks.gauge``), so a draining backlog does not slow
+the API down.
 """
 
 from __future__ import annotations
@@ -41,15 +43,18 @@ from tms.db import Database
 from tms.ids import iso, new_id, now_iso
 from tms.store import webhooks as store
 from tms.webhooks import delivery
+from tms.webhooks.gauge import RequestGauge
 from tms.webhooks.safety import make_client
 
 log = logging.getLogger(__name__)
 
 IDLE_RESCAN_SECONDS = 2.0
-FANOUT_BATCH = 500
+FANOUT_BATCH = 100  # events per fan-out transaction: short holds of the write lock
 BUFFER_PER_SUBSCRIPTION = 64
 BUFFER_LIMIT = 2048
 SHUTDOWN_GRACE_SECONDS = 5.0
+BUSY_BURST = 4.0
+BUSY_WRITE_INTERVAL = 0.1
 
 
 def _epoch(value: str) -> float:
@@ -62,7 +67,14 @@ def _iso_at(epoch: float) -> str:
 
 class Dispatcher:
     def __init__(
-        self, db: Database, config: Config, *, max_in_flight: int = 16, per_subscription: int = 4
+        self,
+        db: Database,
+        config: Config,
+        *,
+        max_in_flight: int = 16,
+        per_subscription: int = 4,
+        gauge: RequestGauge | None = None,
+        busy_rate: float = 25.0,
     ) -> None:
         self._db = db
         self._timeout = float(config.get("webhooks.timeout_seconds"))
@@ -73,6 +85,12 @@ class Dispatcher:
         self._https_only = config.production
         self._max_in_flight = max_in_flight
         self._per_subscription = per_subscription
+        # while the server answers requests, at most busy_rate attempts start per second (tms.webhooks.gauge)
+        self._gauge = gauge
+        self._busy_rate = busy_rate
+        self._tokens = BUSY_BURST
+        self._tokens_at = time.monotonic()
+        self._throttled = False
 
         self._buffer: dict[str, collections.deque[dict[str, Any]]] = {}  # subscription id -> due deliveries
         self._known: set[str] = set()  # buffered, being sent, or waiting for their outcome to be written
@@ -150,10 +168,13 @@ class Dispatcher:
             if self._next_due is not None:
                 # +1 ms: timestamps have millisecond precision, never wake just before the due time
                 delay = min(delay, max(0.0, self._next_due - time.time() + 0.001))
+            # throttled: come back for the next token, but that alone is no reason to query the database
+            token_wait = 1 / self._busy_rate if self._throttled else None
             try:
-                await asyncio.wait_for(self._wake.wait(), delay)
+                await asyncio.wait_for(self._wake.wait(), delay if token_wait is None else min(delay, token_wait))
             except TimeoutError:
-                self._dirty = True
+                if token_wait is None or token_wait >= delay:
+                    self._dirty = True
 
     async def _fan_out(self) -> None:
         """One delivery per (event, active subscription to it); events without one are just marked."""
@@ -197,8 +218,23 @@ class Dispatcher:
             for row in self._buffer.pop(gone):
                 self._known.discard(row["id"])
 
+    def _may_start(self) -> bool:
+        """A token bucket that only applies while requests are in progress: a rate, not a number of
+        slots, so attempts hanging on a slow receiver never hold back the others."""
+        if self._gauge is None or not self._gauge.busy():
+            return True
+        now = time.monotonic()
+        self._tokens = min(BUSY_BURST, self._tokens + (now - self._tokens_at) * self._busy_rate)
+        self._tokens_at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        self._throttled = True
+        return False
+
     def _dispatch(self) -> None:
         """Starts attempts from the buffer, one subscription after the other, within both limits."""
+        self._throttled = False
         while sum(self._sending.values()) < self._max_in_flight and not self._stopping:
             started = False
             for subscription_id in list(self._buffer):
@@ -206,6 +242,8 @@ class Dispatcher:
                     break
                 if self._sending[subscription_id] >= self._per_subscription:
                     continue
+                if not self._may_start():
+                    return
                 queue = self._buffer[subscription_id]
                 row = queue.popleft()
                 if not queue:
@@ -282,6 +320,9 @@ class Dispatcher:
     async def _write_outcomes(self) -> None:
         """Writes finished attempts in batches; only then may their deliveries be picked up again."""
         while self._outcomes:
+            if self._gauge is not None and self._gauge.busy() and not self._stopping:
+                # fewer, larger writes while requests are answered: each one holds the write lock they need
+                await asyncio.sleep(BUSY_WRITE_INTERVAL)
             batch, self._outcomes = self._outcomes, []
             try:
                 async with self._db.transaction() as tx:
