@@ -12,7 +12,6 @@ from typing import Any
 
 from litestar import Litestar, Request, Router, get
 from litestar.config.csrf import CSRFConfig
-from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.session.server_side import ServerSideSessionConfig
@@ -20,6 +19,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.flash import FlashConfig, FlashPlugin
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -111,11 +111,11 @@ def _web_routers() -> list[Any]:
         web_auth.setup_page,
         web_auth.setup,
         web_home.router(),
-        web_runs.router(),
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
         web_cases.router(),
+        web_runs.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),
