@@ -151,7 +151,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         tasks = [
             asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
             asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
-            asyncio.create_task(_every(24 * 3600, lambda: retention.sweep_all(db, config), "retention sweep")),
+            asyncio.create_task(retention.sweep_daily(db, config)),
             asyncio.create_task(
                 _every(
                     24 * 3600,

@@ -6,6 +6,7 @@ holds the single writer long enough to stall ingests. Run summaries (counts) are
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from tms.config import Config
@@ -47,3 +48,19 @@ async def sweep_all(db: Database, config: Config) -> int:
         await idempotency_store.delete_before(tx, iso_days_ago(IDEMPOTENCY_DAYS))
     log.info("retention sweep removed %d unlinked results", total)
     return total
+
+
+async def sweep_daily(db: Database, config: Config, first_delay: float = 300, period: float = 24 * 3600) -> None:
+    """The server's own sweep: a first pass a few minutes after start, then once a day.
+
+    Starting with a pass matters: a server restarted by more frequent deploys than daily would
+    otherwise never reach its first sweep. A failing pass is logged and the loop goes on.
+    """
+    delay = first_delay
+    while True:
+        await asyncio.sleep(delay)
+        delay = period
+        try:
+            await sweep_all(db, config)
+        except Exception:
+            log.exception("retention sweep failed")
