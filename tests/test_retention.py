@@ -92,3 +92,26 @@ def test_sweep_deletes_in_batches(tenant: Tenant, monkeypatch: Any) -> None:
     monkeypatch.setattr(retention, "BATCH", 10)
     deleted = run_admin(tenant.server.db_path, lambda db: retention.sweep_tenant(db, tenant.id, 30))
     assert deleted == 25
+
+
+def test_the_servers_own_sweep_runs_soon_after_start(tenant: Tenant) -> None:
+    """sweep_daily (started by the app's lifespan) sweeps once right after its first delay."""
+    import asyncio
+
+    from tms.config import Config
+    from tms.services import retention
+
+    run_id = report(tenant, natives=3)
+    age_native_rows(tenant, run_id, days=45)
+
+    async def one_pass(db: Any) -> None:
+        task = asyncio.create_task(retention.sweep_daily(db, Config(values={"retention.unlinked_days": 30}),
+                                                         first_delay=0, period=3600))
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            if not await db.fetch_value("SELECT COUNT(*) FROM native_test_results WHERE run_id = ?", (run_id,)):
+                break
+        task.cancel()
+
+    run_admin(tenant.server.db_path, one_pass)
+    assert results_of(tenant, run_id) == []
