@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from tms.db import Database, Row, Transaction
 
 COLUMNS = (
@@ -99,24 +101,41 @@ async def delete_case(tx: Transaction, tenant_id: str, case_id: str) -> int:
     return await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND id = ?", (tenant_id, case_id))
 
 
+_triples = msgspec.json.Decoder(list[tuple[str, str, str]])
+
+
+async def _resolve(db: Database | Transaction, sql: str, tenant_id: str, values: list[str]) -> list[Row]:
+    """(id, code, title) rows as dicts, fetched as ONE JSON array built by SQLite.
+
+    For a 20,000-result ingest this is the difference between 20,000 Python row objects (and dicts)
+    and a single string msgspec decodes in about a millisecond.
+    """
+    if not values:
+        return []
+    packed = await db.fetch_value(sql, (tenant_id, json.dumps(values)))
+    return [{"id": i, "code": c, "title": t} for i, c, t in _triples.decode(packed or "[]")]
+
+
 async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[str]) -> list[Row]:
     """(id, code, title) of the cases with these codes; one query however many codes.
 
     The codes travel as one JSON array parameter, so there is no host-parameter limit to chunk around.
     """
-    if not codes:
-        return []
-    return await db.fetch_all(
-        "SELECT id, code, title FROM test_cases WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
-        (tenant_id, json.dumps(codes)),
+    return await _resolve(
+        db,
+        "SELECT json_group_array(json_array(id, code, title)) FROM test_cases "
+        "WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        tenant_id,
+        codes,
     )
 
 
 async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
-    if not ids:
-        return []
-    return await db.fetch_all(
-        # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
-        "SELECT id, code, title FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
-        (tenant_id, json.dumps(ids)),
+    # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
+    return await _resolve(
+        db,
+        "SELECT json_group_array(json_array(id, code, title)) FROM test_cases "
+        "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        tenant_id,
+        ids,
     )
