@@ -37,6 +37,9 @@ import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
 
 from tms.config import Config
 from tms.db import Database
@@ -44,7 +47,7 @@ from tms.ids import iso, new_id, now_iso
 from tms.store import webhooks as store
 from tms.webhooks import delivery
 from tms.webhooks.gauge import RequestGauge
-from tms.webhooks.safety import make_client
+from tms.webhooks.safety import make_client, make_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +57,13 @@ BUFFER_PER_SUBSCRIPTION = 64
 BUFFER_LIMIT = 2048
 SHUTDOWN_GRACE_SECONDS = 5.0
 BUSY_BURST = 4.0
+CLIENT_IDLE_SECONDS = 300.0
 BUSY_WRITE_INTERVAL = 0.1
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1].lower()}"
 
 
 def _epoch(value: str) -> float:
@@ -105,7 +114,11 @@ class Dispatcher:
         self._dirty = True  # the database may hold work we have not looked at
         self._next_due: float | None = None
         self._stopping = False
-        self._client = make_client(allow_private=self._allow_private, max_connections=max(64, 4 * max_in_flight))
+        # one client per origin: httpcore's pool does work per pooled connection on every request, so
+        # small pools cost less CPU per delivery than one shared pool of every receiver's connections
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._ssl_context = make_ssl_context()
+        self._client_use: dict[str, list[float]] = {}  # origin -> [attempts in flight, last used (monotonic)]
         self._loop: asyncio.Task[None] | None = None
         self._forwarder: asyncio.Task[None] | None = None
 
@@ -135,7 +148,7 @@ class Dispatcher:
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._writer), timeout=grace)
-        await self._client.aclose()
+        await asyncio.gather(*(client.aclose() for client in self._clients.values()), return_exceptions=True)
 
     async def _forward_wakeups(self) -> None:
         while True:
@@ -210,6 +223,7 @@ class Dispatcher:
                     self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row)
             # only a subscription that filled its quota may have more due work waiting in the database
             self._maybe_more = {sub for sub, count in loaded.items() if count >= quota}
+        self._prune_clients()
         wanted = set(self._buffer) | set(self._sending)
         rows = await store.subscriptions_for_send(self._db, sorted(wanted))
         self._subscriptions = {row["id"]: row for row in rows}
@@ -272,9 +286,16 @@ class Dispatcher:
                     target = delivery.Target(
                         delivery_id, row["event"], subscription["url"], subscription["secret"], row["body"]
                     )
-                    outcome = await delivery.attempt(
-                        self._client, target, timeout=self._timeout, https_only=self._https_only
-                    )
+                    origin = _origin(target.url)
+                    use = self._client_use.setdefault(origin, [0, 0.0])
+                    use[0] += 1
+                    try:
+                        outcome = await delivery.attempt(
+                            self._client_for(origin), target, timeout=self._timeout, https_only=self._https_only
+                        )
+                    finally:
+                        use[0] -= 1
+                        use[1] = time.monotonic()
                 outcome_row = self._outcome_row(row, bool(subscription["active"]), started_at, outcome)
         except Exception:
             log.exception("webhook delivery %s: attempt failed unexpectedly", delivery_id)
@@ -289,6 +310,27 @@ class Dispatcher:
         self._outcomes.append(outcome_row)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_outcomes())
+
+    def _client_for(self, origin: str) -> httpx.AsyncClient:
+        client = self._clients.get(origin)
+        if client is None:
+            client = make_client(
+                allow_private=self._allow_private, max_connections=self._max_in_flight, ssl_context=self._ssl_context
+            )
+            self._clients[origin] = client
+        return client
+
+    def _prune_clients(self) -> None:
+        """Closes the clients of origins unused for a while (a subscription moved or was deleted)."""
+        now = time.monotonic()
+        for origin, (in_flight, last_used) in list(self._client_use.items()):
+            if not in_flight and now - last_used > CLIENT_IDLE_SECONDS:
+                del self._client_use[origin]
+                client = self._clients.pop(origin, None)
+                if client is not None:
+                    task = asyncio.create_task(client.aclose())
+                    self._attempts.add(task)
+                    task.add_done_callback(self._attempts.discard)
 
     def _outcome_row(
         self, row: dict[str, Any], active: bool, started_at: str, outcome: delivery.Outcome

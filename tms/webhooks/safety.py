@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 import typing
 from urllib.parse import urlsplit
 
@@ -139,10 +140,8 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     an httpx upgrade that changed this would fail the suite rather than silently stop checking.
     """
 
-    def __init__(self, *, allow_private: bool, max_connections: int) -> None:
+    def __init__(self, *, allow_private: bool, max_connections: int, ssl_context: ssl.SSLContext) -> None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        # SSL_CERT_FILE / SSL_CERT_DIR are honoured (a private CA on a self-hosted network), proxies are not
-        ssl_context = httpx.create_ssl_context(trust_env=True)
         super().__init__(verify=ssl_context, trust_env=False, limits=limits)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
@@ -153,10 +152,22 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
-def make_client(*, allow_private: bool, max_connections: int = 64) -> httpx.AsyncClient:
+def make_ssl_context() -> ssl.SSLContext:
+    """Certificate verification as httpx does it; SSL_CERT_FILE / SSL_CERT_DIR are honoured (a private
+    CA on a self-hosted network). Loading the CA bundle takes tens of milliseconds: build it once."""
+    return httpx.create_ssl_context(trust_env=True)
+
+
+def make_client(
+    *, allow_private: bool, max_connections: int = 64, ssl_context: ssl.SSLContext | None = None
+) -> httpx.AsyncClient:
     """The delivery client: guarded transport, no redirects, no proxies or netrc from the environment."""
     return httpx.AsyncClient(
-        transport=GuardedTransport(allow_private=allow_private, max_connections=max_connections),
+        transport=GuardedTransport(
+            allow_private=allow_private,
+            max_connections=max_connections,
+            ssl_context=ssl_context or make_ssl_context(),
+        ),
         follow_redirects=False,
         trust_env=False,
     )
