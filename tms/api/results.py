@@ -22,6 +22,8 @@ async def list_results(request: Request[ApiPrincipal, str, object], run_id: str)
     **requires("write"),
     summary="Upsert results per case: 201 all accepted, 207 some rejected",
     request_max_body_size=MAX_WIRE_BYTES,
+    description="JSON body `{results: [Result]}` (gzip accepted); each item names `test_case_code` or "
+    "`test_case_id` and is upserted per (run, case); answer `{accepted, rejected, errors: [{index, error}]}`.",
 )
 async def post_results(request: Request[ApiPrincipal, str, object], run_id: str) -> Response[BulkAnswer]:
     db, tenant_id = request.app.state.db, request.user.tenant_id
