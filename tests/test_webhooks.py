@@ -480,3 +480,26 @@ def test_results_and_patch_to_completed_are_delivered_once(wh_tenant: Tenant, re
     wait_delivery(web, sub["id"], lambda d: d["id"] == ping["id"] and d["status"] == "delivered")
     logged = [d["event"] for d in deliveries(web, sub["id"])]
     assert logged.count("test_run.completed") == 1 and logged.count("test_run_result.failed") == 3
+
+
+def test_shutdown_is_graceful_and_an_interrupted_delivery_is_sent_after_restart(
+    start_server: Callable[..., ServerProcess], receivers: Callable[..., Receiver]
+) -> None:
+    server = start_server(env={"TMS_WEBHOOKS_TIMEOUT_SECONDS": "60"})
+    tenant = make_tenant_on(server)
+    receiver = receivers(script=["hang"])
+    web = tenant.web()
+    sub = subscribe(web, receiver.url)
+    queued = web.post(f"/api/webhooks/{sub['id']}/ping").json()["data"]
+    receiver.wait_for(1)  # in flight, and the receiver will not answer it
+
+    server.stop()  # SIGTERM: the dispatcher gives in-flight attempts a short grace, then stops
+    assert server.process is not None and server.process.returncode is not None
+    assert not any(word in server.log() for word in ("Traceback", "ERROR"))
+
+    restarted = start_server(env={"TMS_WEBHOOKS_TIMEOUT_SECONDS": "60"}, data_dir=server.data_dir)
+    requests = receiver.wait_for(2)
+    assert [r.header("x-service-delivery") for r in requests] == [queued["id"]] * 2
+    tenant.server = restarted
+    done = wait_delivery(tenant.web(), sub["id"], finished)
+    assert done["status"] == "delivered" and done["id"] == queued["id"]
