@@ -70,6 +70,10 @@ def test_address_rules(address: str, label: str | None) -> None:
         ("https:///nohost", False, False),
         ("https://hooks.example.com:99999/x", False, False),
         ("hooks.example.com", False, False),
+        ("https://hooks example.com/x", False, False),
+        ("https://hooks.example.com/a b", False, False),
+        ("https://hooks.example.com/\nx", False, False),
+        ("http://[::1/x", False, False),
     ],
 )
 def test_url_rules(url: str, https_only: bool, ok: bool) -> None:

@@ -34,10 +34,13 @@ class TargetRefused(Exception):
 
 def url_problem(url: str, *, https_only: bool) -> str | None:
     """Why ``url`` can never be a webhook target (scheme, host), or None when it may be one."""
+    if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in url):
+        return "url must not contain spaces or control characters"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
+        httpx.URL(url)  # what the client will send to must parse too
+    except (ValueError, httpx.InvalidURL):
         return "url is not a valid URL"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "url must be an absolute http:// or https:// URL"
