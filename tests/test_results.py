@@ -215,3 +215,14 @@ def test_read_scope_cannot_post(setup) -> None:
     response = tenant.client("read").post(f"/api/v1/runs/{run['id']}/results",
                                           json={"results": [{"test_case_code": cases[0]["code"], "status": "PASSED"}]})
     assert_problem(response, 403)
+
+
+def test_a_big_batch_is_decoded_off_the_event_loop_just_the_same(setup) -> None:
+    """Bodies over 1 MB take the worker-thread path; the outcome must not differ."""
+    tenant, run, cases = setup
+    items = [{"test_case_code": cases[i % 3]["code"], "status": "FAILED", "error_stack": "x" * 150_000}
+             for i in range(8)] + [{"test_case_code": cases[0]["code"], "status": "nope"}]
+    response = post(tenant, run, items)
+    assert response.status_code == 207, response.text[:300]
+    assert (response.json()["accepted"], response.json()["rejected"]) == (8, 1)
+    assert sorted(r["test_case_code"] for r in listed(tenant, run)) == sorted(c["code"] for c in cases)

@@ -7,10 +7,8 @@ An Idempotency-Key makes a retried request (same key, same bytes) return the fir
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -20,13 +18,20 @@ from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
 from tms.services import events, retest
 from tms.services.errors import Conflict, InvalidInput
-from tms.services.results import STATUS_INDEX, decode_bulk, executed_at_text, failed_event, link, resolve_cases
+from tms.services.results import (
+    STATUS_INDEX,
+    decode_bulk,
+    executed_at_text,
+    failed_event,
+    link,
+    off_loop,
+    resolve_cases,
+)
 from tms.services.runs import completed_event, require_project
 from tms.store import idempotency as idempotency_store
 from tms.store import results as result_store
 from tms.store import runs as run_store
 
-T = TypeVar("T")
 MAX_KEY_LENGTH = 255
 _encoder = msgspec.json.Encoder()
 
@@ -44,18 +49,6 @@ async def _replay(row: dict[str, Any], request_sha256: str) -> tuple[int, bytes]
     if row["request_sha256"] != request_sha256:
         raise Conflict("This Idempotency-Key was already used with a different request body; use a new key.")
     return int(row["response_status"]), bytes(row["response_body"])
-
-
-# Below this many body bytes the work is quicker than a hop to a thread and back.
-THREAD_THRESHOLD = 1024 * 1024
-
-
-async def _off_loop(size: int, function: Callable[..., T], *args: Any) -> T:
-    """Runs a CPU-bound step of a big report in a worker thread so the event loop keeps serving other
-    requests between its GIL slices (a 100k-result report takes about a second of Python)."""
-    if size < THREAD_THRESHOLD:
-        return function(*args)
-    return await asyncio.to_thread(function, *args)
 
 
 def _build_rows(
@@ -125,7 +118,7 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
         if previous is not None:
             return await _replay(previous, request_sha256)
 
-    body, items, errors = await _off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
+    body, items, errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
     if not items:
         raise InvalidInput("results must hold at least one result", field="results")
     await require_project(db, tenant_id, body.project_id)
@@ -135,7 +128,7 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     run_name = (body.run_name or "").strip() or now
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
-    rows = await _off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
+    rows = await off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
                            errors)
     linked_rows, native_rows, linked_state, native_counts, failed = rows
 

@@ -6,7 +6,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from tms.db import Database, Row, Transaction
+
+_triples = msgspec.json.Decoder(list[tuple[str, str, str]])
 
 # Tuple order of a linked row, as built by the services.
 LINKED_COLUMNS = (
@@ -46,15 +50,18 @@ async def insert_native(tx: Transaction, rows: Iterable[Sequence[Any]]) -> None:
 
 
 async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -> dict[str, tuple[str, str]]:
-    """test_case_id -> (result id, status) of the run's existing rows for these cases."""
+    """test_case_id -> (result id, status) of the run's existing rows for these cases.
+
+    Fetched as one JSON array built by SQLite (see store.cases._resolve): no Python row per result.
+    """
     if not case_ids:
         return {}
-    rows = await tx.fetch_all(
-        "SELECT test_case_id, id, status FROM test_results WHERE run_id = ? "
+    packed = await tx.fetch_value(
+        "SELECT json_group_array(json_array(test_case_id, id, status)) FROM test_results WHERE run_id = ? "
         "AND test_case_id IN (SELECT value FROM json_each(?))",
         (run_id, json.dumps(case_ids)),
     )
-    return {row["test_case_id"]: (row["id"], row["status"]) for row in rows}
+    return {case_id: (result_id, status) for case_id, result_id, status in _triples.decode(packed or "[]")}
 
 
 async def list_for_run(db: Database, tenant_id: str, run_id: str) -> list[Row]:
