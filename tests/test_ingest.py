@@ -228,3 +228,17 @@ def test_a_body_above_the_default_10_mb_limit_is_accepted_on_ingest(tenant: Tena
     response = ingest(tenant, {"project_id": project["id"], "results": items})
     assert response.status_code == 201, response.text[:300]
     assert response.json()["accepted"] == 60
+
+
+def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
+    """The 413 for a gzip bomb, checked in-process (a 200 MB bomb over HTTP would only cost time)."""
+    from tms.api.bodies import gunzip
+    from tms.services.errors import InvalidInput, TooLarge
+
+    bomb = gzip.compress(b"0" * 10_000)
+    with pytest.raises(TooLarge):
+        gunzip(bomb, limit=9_999)
+    assert gunzip(bomb, limit=10_000) == b"0" * 10_000
+    assert gunzip(gzip.compress(b"ab") + gzip.compress(b"cd"), limit=100) == b"abcd"
+    with pytest.raises(InvalidInput, match="truncated"):
+        gunzip(bomb[:-8], limit=100_000)
