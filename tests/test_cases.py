@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -153,6 +154,7 @@ def test_unknown_project_is_404_and_nothing_is_written(tenant: Tenant, other_ten
 def test_patch_changes_only_given_fields_and_moves_updated_at(tenant: Tenant) -> None:
     project = tenant.create_project()
     case = new_case(tenant, layer="UI", tags=["a"])
+    time.sleep(0.005)  # timestamps have millisecond resolution
     response = tenant.api.patch(f"/api/v1/cases/{case['code']}", json={"status": "READY",
                                                                          "automation_status": "FLAKY"})
     assert response.status_code == 200
