@@ -117,8 +117,8 @@ def test_loopback_is_refused_at_send_time(receiver: Receiver) -> None:
     target = delivery.Target("d1", "ping", f"http://localhost:{receiver.port}/hook", None, b"{}")
 
     async def run() -> delivery.Outcome:
-        async with safety.make_client(allow_private=False) as client:
-            return await delivery.attempt(client, target, timeout=5, https_only=False)
+        async with safety.make_transport(allow_private=False) as transport:
+            return await delivery.attempt(transport, target, timeout=5, https_only=False)
 
     outcome = asyncio.run(run())
     assert not outcome.ok and outcome.status_code is None
@@ -132,8 +132,8 @@ def test_redirects_are_not_followed_and_fail() -> None:
         target = delivery.Target("d1", "ping", rec.url, None, b"{}")
 
         async def run() -> delivery.Outcome:
-            async with safety.make_client(allow_private=True) as client:
-                return await delivery.attempt(client, target, timeout=5, https_only=False)
+            async with safety.make_transport(allow_private=True) as transport:
+                return await delivery.attempt(transport, target, timeout=5, https_only=False)
 
         outcome = asyncio.run(run())
         assert not outcome.ok and outcome.status_code == 302
@@ -147,8 +147,8 @@ def test_production_sends_only_to_https(receiver: Receiver) -> None:
     target = delivery.Target("d1", "ping", receiver.url, None, b"{}")
 
     async def run() -> delivery.Outcome:
-        async with safety.make_client(allow_private=True) as client:
-            return await delivery.attempt(client, target, timeout=5, https_only=True)
+        async with safety.make_transport(allow_private=True) as transport:
+            return await delivery.attempt(transport, target, timeout=5, https_only=True)
 
     outcome = asyncio.run(run())
     assert not outcome.ok and outcome.error and "https" in outcome.error

@@ -73,7 +73,7 @@ async def _discard_body(response: httpx.Response) -> None:
 
 
 async def attempt(
-    client: httpx.AsyncClient, target: Target, *, timeout: float, https_only: bool  # noqa: ASYNC109
+    transport: httpx.AsyncBaseTransport, target: Target, *, timeout: float, https_only: bool  # noqa: ASYNC109
 ) -> Outcome:
     """POSTs the body once. 2xx is success; any other status, a redirect, a timeout, a refused or
     unreachable target is a failure with a readable error."""
@@ -90,10 +90,16 @@ async def attempt(
     try:
         # httpx's timeout bounds each phase; this bounds the whole attempt (DNS and a slow drip included)
         async with asyncio.timeout(timeout):
-            async with client.stream(
-                "POST", target.url, content=target.body, headers=headers, timeout=timeout
-            ) as response:
+            # straight to the transport: it never follows a redirect and keeps no cookies
+            request = httpx.Request(
+                "POST", target.url, content=target.body, headers=headers,
+                extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+            )
+            response = await transport.handle_async_request(request)
+            try:
                 await _discard_body(response)
+            finally:
+                await response.aclose()
     except TimeoutError:
         return done(False, error=f"timed out after {timeout:g} s")
     except httpx.TimeoutException:

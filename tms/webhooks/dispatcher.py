@@ -39,15 +39,13 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso, new_id, now_iso
 from tms.store import webhooks as store
 from tms.webhooks import delivery
 from tms.webhooks.gauge import RequestGauge
-from tms.webhooks.safety import make_client, make_ssl_context
+from tms.webhooks.safety import GuardedTransport, make_ssl_context, make_transport
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +112,9 @@ class Dispatcher:
         self._dirty = True  # the database may hold work we have not looked at
         self._next_due: float | None = None
         self._stopping = False
-        # one client per origin: httpcore's pool does work per pooled connection on every request, so
-        # small pools cost less CPU per delivery than one shared pool of every receiver's connections
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        # one transport (connection pool) per origin: httpcore's pool does work per pooled connection on
+        # every request, so small pools cost less CPU per delivery than one shared pool of every receiver
+        self._transports: dict[str, GuardedTransport] = {}
         self._ssl_context = make_ssl_context()
         self._client_use: dict[str, list[float]] = {}  # origin -> [attempts in flight, last used (monotonic)]
         self._loop: asyncio.Task[None] | None = None
@@ -148,7 +146,7 @@ class Dispatcher:
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._writer), timeout=grace)
-        await asyncio.gather(*(client.aclose() for client in self._clients.values()), return_exceptions=True)
+        await asyncio.gather(*(t.aclose() for t in self._transports.values()), return_exceptions=True)
 
     async def _forward_wakeups(self) -> None:
         while True:
@@ -223,7 +221,7 @@ class Dispatcher:
                     self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row)
             # only a subscription that filled its quota may have more due work waiting in the database
             self._maybe_more = {sub for sub, count in loaded.items() if count >= quota}
-        self._prune_clients()
+        self._prune_transports()
         wanted = set(self._buffer) | set(self._sending)
         rows = await store.subscriptions_for_send(self._db, sorted(wanted))
         self._subscriptions = {row["id"]: row for row in rows}
@@ -291,7 +289,7 @@ class Dispatcher:
                     use[0] += 1
                     try:
                         outcome = await delivery.attempt(
-                            self._client_for(origin), target, timeout=self._timeout, https_only=self._https_only
+                            self._transport_for(origin), target, timeout=self._timeout, https_only=self._https_only
                         )
                     finally:
                         use[0] -= 1
@@ -311,24 +309,24 @@ class Dispatcher:
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_outcomes())
 
-    def _client_for(self, origin: str) -> httpx.AsyncClient:
-        client = self._clients.get(origin)
-        if client is None:
-            client = make_client(
+    def _transport_for(self, origin: str) -> GuardedTransport:
+        transport = self._transports.get(origin)
+        if transport is None:
+            transport = make_transport(
                 allow_private=self._allow_private, max_connections=self._max_in_flight, ssl_context=self._ssl_context
             )
-            self._clients[origin] = client
-        return client
+            self._transports[origin] = transport
+        return transport
 
-    def _prune_clients(self) -> None:
-        """Closes the clients of origins unused for a while (a subscription moved or was deleted)."""
+    def _prune_transports(self) -> None:
+        """Closes the pools of origins unused for a while (a subscription moved or was deleted)."""
         now = time.monotonic()
         for origin, (in_flight, last_used) in list(self._client_use.items()):
             if not in_flight and now - last_used > CLIENT_IDLE_SECONDS:
                 del self._client_use[origin]
-                client = self._clients.pop(origin, None)
-                if client is not None:
-                    task = asyncio.create_task(client.aclose())
+                transport = self._transports.pop(origin, None)
+                if transport is not None:
+                    task = asyncio.create_task(transport.aclose())
                     self._attempts.add(task)
                     task.add_done_callback(self._attempts.discard)
 

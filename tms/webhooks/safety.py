@@ -6,9 +6,9 @@ link-local (cloud metadata at 169.254.169.254), multicast, reserved, unspecified
 non-global addresses. The check runs at send time on every address the host resolves to, and the
 connection is then made to an address that was checked, inside the HTTP client's network backend:
 a DNS answer that changes between check and connect (DNS rebinding) cannot slip through, because
-there is no second lookup. Redirects are never followed (the client is built with
-``follow_redirects=False``), and the client ignores proxy environment variables, which would
-otherwise make the proxy, not us, choose the address.
+there is no second lookup. Redirects are never followed (deliveries go straight to the transport,
+which has no redirect logic at all; ``make_client`` sets ``follow_redirects=False``), and proxy
+environment variables are ignored: a proxy, not us, would choose the address.
 """
 
 from __future__ import annotations
@@ -161,15 +161,24 @@ def make_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=True)
 
 
+def make_transport(
+    *, allow_private: bool, max_connections: int = 64, ssl_context: ssl.SSLContext | None = None
+) -> GuardedTransport:
+    """What deliveries are sent with: httpx's transport on the guarded backend. Deliveries use it
+    directly rather than through an ``AsyncClient``: the client's layers (cookies, auth, redirect
+    handling, default headers) do nothing for a webhook and cost a fifth of the CPU per delivery."""
+    return GuardedTransport(
+        allow_private=allow_private, max_connections=max_connections, ssl_context=ssl_context or make_ssl_context()
+    )
+
+
 def make_client(
     *, allow_private: bool, max_connections: int = 64, ssl_context: ssl.SSLContext | None = None
 ) -> httpx.AsyncClient:
-    """The delivery client: guarded transport, no redirects, no proxies or netrc from the environment."""
+    """A client on the guarded transport: no redirects, no proxies, netrc or cookies from the environment."""
     return httpx.AsyncClient(
-        transport=GuardedTransport(
-            allow_private=allow_private,
-            max_connections=max_connections,
-            ssl_context=ssl_context or make_ssl_context(),
+        transport=make_transport(
+            allow_private=allow_private, max_connections=max_connections, ssl_context=ssl_context
         ),
         follow_redirects=False,
         trust_env=False,
