@@ -242,3 +242,16 @@ def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
     assert gunzip(gzip.compress(b"ab") + gzip.compress(b"cd"), limit=100) == b"abcd"
     with pytest.raises(InvalidInput, match="truncated"):
         gunzip(bomb[:-8], limit=100_000)
+
+
+def test_concurrent_retries_with_one_key_create_one_run(tenant: Tenant) -> None:
+    """Two copies of a request racing (a CI retry after a timeout) end as one run and one answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = tenant.create_project()
+    body = {"project_id": project["id"], "results": [{"title": f"t{i}", "status": "PASSED"} for i in range(3000)]}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: ingest(tenant, body, {"Idempotency-Key": "race"}), range(4)))
+    assert {a.status_code for a in answers} == {201}
+    assert len({a.json()["run_id"] for a in answers}) == 1
+    assert row_counts(tenant) == (1, 0, 3000)
