@@ -182,7 +182,8 @@ class Dispatcher:
             # throttled: come back for the next token, but that alone is no reason to query the database
             token_wait = 1 / self._busy_rate if self._throttled else None
             try:
-                await asyncio.wait_for(self._wake.wait(), delay if token_wait is None else min(delay, token_wait))
+                async with asyncio.timeout(delay if token_wait is None else min(delay, token_wait)):
+                    await self._wake.wait()
             except TimeoutError:
                 if token_wait is None or token_wait >= delay:
                     self._dirty = True

@@ -14,6 +14,7 @@ environment variables are ignored: a proxy, not us, would choose the address.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import ssl
@@ -32,6 +33,7 @@ class TargetRefused(Exception):
     """The target is not allowed; the message says why and is stored as the attempt's error."""
 
 
+@functools.lru_cache(maxsize=4096)  # checked again on every send: the same few URLs, parsed once
 def url_problem(url: str, *, https_only: bool) -> str | None:
     """Why ``url`` can never be a webhook target (scheme, host), or None when it may be one."""
     if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in url):
