@@ -7,6 +7,7 @@ every row it writes is derived from a tenant-owned event or delivery.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -184,18 +185,22 @@ async def mark_fanned_out(tx: Transaction, event_ids: Sequence[str]) -> None:
     await tx.executemany("UPDATE events SET fanned_out = 1 WHERE id = ?", [(i,) for i in event_ids])
 
 
-async def due_deliveries(db: Database, now: str, per_subscription: int, limit: int) -> list[Row]:
+async def due_deliveries(
+    db: Database, now: str, per_subscription: int, limit: int, skip: Sequence[str] = ()
+) -> list[Row]:
     """Pending deliveries due at ``now`` with what an attempt needs: the oldest ``per_subscription`` of
-    each subscription, so a subscription with a large backlog cannot crowd the others out of the
-    batch. One short index range per subscription: the cost does not grow with the backlog."""
+    each subscription but those in ``skip`` (the dispatcher has enough of theirs), so a subscription
+    with a large backlog cannot crowd the others out of the batch. One short index range per
+    subscription: the cost does not grow with the backlog."""
     return await db.fetch_all(
         "SELECT d.id, d.subscription_id, d.event, d.attempts, d.retry_base, e.body "
         "FROM webhook_subscriptions s JOIN webhook_deliveries d ON d.id IN ("
         " SELECT x.id FROM webhook_deliveries x"
         " WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= ?"
         " ORDER BY x.next_attempt_at LIMIT ?"
-        ") JOIN events e ON e.id = d.event_id ORDER BY d.next_attempt_at LIMIT ?",
-        (now, per_subscription, limit),
+        ") JOIN events e ON e.id = d.event_id "
+        "WHERE s.id NOT IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at LIMIT ?",
+        (now, per_subscription, json.dumps(list(skip)), limit),
     )
 
 

@@ -213,7 +213,10 @@ class Dispatcher:
         self._done_since_refill.clear()
         if room > 0:
             quota = BUFFER_PER_SUBSCRIPTION + self._per_subscription
-            rows = await store.due_deliveries(self._db, now_iso(), quota, room + len(self._known))
+            # subscriptions with half a buffer left need nothing now; skipping them keeps a refill (one per
+            # commit that wrote events, e.g. each ingest) cheap while a large backlog drains
+            stocked = [sub for sub, queue in self._buffer.items() if len(queue) >= BUFFER_PER_SUBSCRIPTION // 2]
+            rows = await store.due_deliveries(self._db, now_iso(), quota, room + len(self._known), stocked)
             loaded: collections.Counter[str] = collections.Counter()
             for row in rows:
                 loaded[row["subscription_id"]] += 1
@@ -221,7 +224,7 @@ class Dispatcher:
                     self._known.add(row["id"])
                     self._buffer.setdefault(row["subscription_id"], collections.deque()).append(row)
             # only a subscription that filled its quota may have more due work waiting in the database
-            self._maybe_more = {sub for sub, count in loaded.items() if count >= quota}
+            self._maybe_more = {sub for sub, count in loaded.items() if count >= quota} | set(stocked)
         self._prune_transports()
         wanted = set(self._buffer) | set(self._sending)
         rows = await store.subscriptions_for_send(self._db, sorted(wanted))
