@@ -249,3 +249,27 @@ def test_name_resolving_to_loopback_is_refused_when_sent_and_logged(
     assert "target refused" in item["last_error"] and "loopback" in item["last_error"]
     assert all("target refused" in a["error"] for a in item["attempt_log"])
     assert receiver.requests == []
+
+
+def test_request_gauge_counts_http_requests_and_lingers() -> None:
+    from tms.webhooks.gauge import LINGER_SECONDS, RequestGauge
+
+    gauge = RequestGauge()
+    seen: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(gauge.active)
+
+    wrapped = gauge.middleware(app)
+
+    async def run() -> None:
+        assert not gauge.busy()
+        await wrapped({"type": "lifespan"}, None, None)
+        assert not gauge.busy()  # only HTTP requests count
+        await wrapped({"type": "http"}, None, None)
+        assert gauge.active == 0 and gauge.busy()  # still busy just after a request
+        await asyncio.sleep(LINGER_SECONDS * 1.5)
+        assert not gauge.busy()
+
+    asyncio.run(run())
+    assert seen == [0, 1]
