@@ -29,8 +29,7 @@ test: install browser  ## install everything and run the whole test suite
 	$(VENV)/bin/pytest
 
 lint: install  ## ruff
-	$(VENV)/bin/ruff check tms tests bench
-	$(VENV)/bin/ruff format --check tms tests bench || true
+	$(VENV)/bin/ruff check tms tests bench docs
 
 bench: install  ## run the benchmarks (see bench/README.md)
 	$(PY) bench/run_all.py
