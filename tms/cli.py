@@ -85,6 +85,9 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         print(f"tms: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     config = config.with_derived_base_url()
+    # SQLite calls run on aiosqlite's threads: with the default 5 ms GIL switch interval a busy event
+    # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
+    sys.setswitchinterval(0.0005)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     setup_token = _first_run_token(config)
     app = create_app(config, setup_token=setup_token)

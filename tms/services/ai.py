@@ -163,6 +163,7 @@ async def generate(
     generation_id = new_id()
     quota = int(config.get("ai.monthly_quota"))
     async with db.transaction() as tx:
+        tx.after_commit(lambda: ai_quota.forget_counts(tenant_id))
         used = await ai_quota.generations_this_month(tx, tenant_id, now=moment)
         if used >= quota:
             status = ai_quota.QuotaStatus(used, quota, ai_quota.current_month(moment),
@@ -184,6 +185,7 @@ async def generate(
     except BaseException:
         # a failed (or cancelled) call is not a generation: give the quota slot back
         async with db.transaction() as tx:
+            tx.after_commit(lambda: ai_quota.forget_counts(tenant_id))
             await ai_store.delete_generation(tx, tenant_id, generation_id)
         raise
 

@@ -7,6 +7,7 @@ removes its row again. ``now`` is a parameter everywhere so that month boundarie
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,10 +34,49 @@ async def generations_this_month(
     return int(await db.fetch_value(COUNT_SQL, (tenant_id, month or current_month(now))))
 
 
+class _MonthCounts:
+    """This month's generation count per tenant, for /api/v1/me: a CI job polling /me costs no query.
+
+    Generations are reserved and released only by this process (tms.services.ai), which calls
+    ``forget`` after each commit, so the cache is exact for them; the TTL bounds rows written
+    behind the service's back.
+    """
+
+    TTL_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], tuple[int, float]] = {}
+
+    async def get(self, db: Database, tenant_id: str, month: str) -> int:
+        key = (tenant_id, month)
+        entry = self._entries.get(key)
+        if entry is not None and entry[1] > time.monotonic():
+            return entry[0]
+        count = await generations_this_month(db, tenant_id, month)
+        if len(self._entries) > 10_000:
+            self._entries.clear()
+        self._entries[key] = (count, time.monotonic() + self.TTL_SECONDS)
+        return count
+
+    def forget(self, tenant_id: str) -> None:
+        for key in [key for key in self._entries if key[0] == tenant_id]:
+            del self._entries[key]
+
+
+month_counts = _MonthCounts()
+
+
+def forget_counts(tenant_id: str) -> None:
+    """Call after committing a change to the tenant's ai_generations rows."""
+    month_counts.forget(tenant_id)
+
+
 async def quota_exhausted(db: Database, config: Config, tenant_id: str, *, now: datetime | None = None) -> bool:
     """True when the tenant has used its monthly quota (a quota of 0 is always exhausted)."""
     quota = int(config.get("ai.monthly_quota"))
-    return await generations_this_month(db, tenant_id, now=now) >= quota
+    if now is not None:
+        return await generations_this_month(db, tenant_id, now=now) >= quota
+    return await month_counts.get(db, tenant_id, current_month()) >= quota
 
 
 @dataclass(frozen=True)
