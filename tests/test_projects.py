@@ -65,3 +65,19 @@ def test_huge_body_is_413(tenant: Tenant) -> None:
     body = b'{"name": "' + b"x" * (11 * 1024 * 1024) + b'"}'
     response = tenant.api.post("/api/v1/projects", content=body, headers={"Content-Type": "application/json"})
     assert_problem(response, 413)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/cases", {"title": "x", "bdd_content": "Feature: F\n", "is_e2e": 1}, "is_e2e"),
+        ("/api/v1/cases", {"title": "x", "bdd_content": "Feature: F\n", "is_e2e": "true"}, "is_e2e"),
+        ("/api/v1/cases", {"title": "x", "bdd_content": "Feature: F\n", "tickets": [{"key": "A-1", "source": 1}]},
+         "tickets[0].source"),
+        ("/api/v1/projects", {"name": "x", "environments": ["a", 2]}, "environments[1]"),
+    ],
+)
+def test_bodies_are_typed_strictly(tenant: Tenant, path: str, body: dict, field: str) -> None:
+    problem = assert_problem(tenant.api.post(path, json=body), 400)
+    assert problem["errors"][0]["field"] == field
+    assert tenant.api.get("/api/v1/cases").json()["data"] == []

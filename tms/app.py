@@ -34,6 +34,7 @@ from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
+from tms.api.bodies import strict_json_body
 from tms.api.reference import ApiReferencePlugin
 from tms.config import Config
 from tms.db import Database
@@ -221,6 +222,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
+        before_request=strict_json_body,
         openapi_config=OpenAPIConfig(
             title="TMS API",
             version=__version__,

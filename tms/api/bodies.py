@@ -1,4 +1,4 @@
-"""Raw request bodies for the bulk endpoints: size caps and ``Content-Encoding: gzip``.
+"""Request bodies: raw bodies of the bulk endpoints (size caps, gzip) and strict JSON type checks.
 
 Ingest and POST results read the body themselves (instead of a ``data:`` parameter) so that a gzip
 body can be inflated under a cap, and so that items can be checked one by one.
@@ -9,7 +9,9 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+import msgspec
 from litestar import Request
+from litestar.exceptions import ValidationException
 
 from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType
 
@@ -50,3 +52,40 @@ async def read_body(request: Request[Any, Any, Any], limit: int = MAX_JSON_BYTES
     if encoding in ("gzip", "x-gzip"):
         return gunzip(raw, limit)
     raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported; send gzip or no encoding.")
+
+
+def _json_body_type(handler: Any) -> Any:
+    """The msgspec Struct a handler's ``data: JSONBody[T]`` expects, or None."""
+    field = handler.parsed_fn_signature.parameters.get("data")
+    if field is None:
+        return None
+    annotation = field.annotation
+    return annotation if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct) else None
+
+
+async def strict_json_body(request: Request[Any, Any, Any]) -> None:
+    """``before_request`` hook: checks a JSON body against the handler's struct in strict mode.
+
+    Litestar converts request bodies leniently (``"is_e2e": 1`` or ``"true"`` would pass as a boolean);
+    the contract wants wrong types rejected. Decoding once more in strict mode, from the body Litestar
+    has already read and cached, turns such a body into the usual 400 with the field named.
+    """
+    body_type = _json_body_type(request.route_handler)
+    if body_type is None:
+        return
+    raw = await request.body()
+    if not raw:
+        return  # Litestar answers the missing body itself
+    try:
+        msgspec.json.decode(raw, type=body_type, strict=True)
+    except msgspec.ValidationError as exc:
+        field = _error_path(str(exc))
+        raise ValidationException(extra=[{"key": field, "message": str(exc).split(" - at ")[0]}]) from None
+    except msgspec.DecodeError:
+        return  # malformed JSON: Litestar's own decoding reports it
+
+
+def _error_path(message: str) -> str:
+    # msgspec says "... - at `$.tickets[0].source`"
+    _, _, path = message.partition(" - at `$.")
+    return path.rstrip("`") or "body"
