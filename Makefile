@@ -19,8 +19,8 @@ install: $(VENV)/.installed  ## create .venv and install tms with its test tools
 
 browser:  ## install Debian's Chromium for the browser tests (no browser download)
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
