@@ -16,7 +16,7 @@ from tms.ids import new_id, now_iso
 from tms.models.cases import CASE_STATUSES, CODE_PATTERN, Case, CaseCreate, CaseUpdate, Pagination, Ticket
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.gherkin import validate_gherkin
-from tms.services.paging import page_window
+from tms.services.paging import check_choice, page_window
 from tms.services.retest import set_needs_retest
 from tms.store import cases as case_store
 from tms.store import tenants as tenant_store
@@ -166,8 +166,7 @@ async def list_cases(
 ) -> tuple[list[Case], Pagination]:
     """A page of the library in creation order. An unknown project_id simply matches nothing."""
     limit, offset = page_window(limit, offset)
-    if status is not None and status not in CASE_STATUSES:
-        raise InvalidInput(f"status must be one of {', '.join(CASE_STATUSES)}", field="status")
+    check_choice(status, CASE_STATUSES, "status")
     rows, total = await case_store.list_cases(
         db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset, needs_retest=needs_retest
     )

@@ -17,3 +17,9 @@ def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
     if offset < 0:
         raise InvalidInput("offset must not be negative", field="offset")
     return min(limit, MAX_LIMIT), offset
+
+
+def check_choice(value: str | None, allowed: tuple[str, ...], field: str) -> None:
+    """A filter value that must be one of ``allowed`` (None = not filtered)."""
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}", field=field)

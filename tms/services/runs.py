@@ -12,7 +12,7 @@ from tms.models.cases import Pagination
 from tms.models.runs import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
 from tms.services import events
 from tms.services.errors import InvalidInput, NotFound
-from tms.services.paging import page_window
+from tms.services.paging import check_choice, page_window
 from tms.store import cases as case_store
 from tms.store import projects as project_store
 from tms.store import results as result_store
@@ -120,8 +120,7 @@ async def list_runs(
     offset: int | None = None,
 ) -> tuple[list[Run], Pagination]:
     limit, offset = page_window(limit, offset)
-    if status is not None and status not in RUN_STATUSES:
-        raise InvalidInput(f"status must be one of {', '.join(RUN_STATUSES)}", field="status")
+    check_choice(status, RUN_STATUSES, "status")
     rows, total = await run_store.list_runs(
         db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset
     )

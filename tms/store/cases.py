@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from tms.db import Database, Row, Transaction
+from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, code, title, bdd_content, project_id, status, priority, layer, is_e2e, automation_status, "
@@ -35,39 +36,16 @@ async def get_case_by_code(db: Database | Transaction, tenant_id: str, code: str
                               (tenant_id, code))
 
 
-def _filters(
-    tenant_id: str, project_id: str | None, status: str | None, needs_retest: bool | None = None
-) -> tuple[str, list[Any]]:
-    where, params = ["tenant_id = ?"], [tenant_id]
-    if project_id is not None:
-        where.append("project_id = ?")
-        params.append(project_id)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
-    if needs_retest is not None:
-        # a literal, not a parameter: only then can SQLite use the partial index of the retest queue
-        where.append("needs_retest = 1" if needs_retest else "needs_retest = 0")
-    return " AND ".join(where), params
-
-
 async def list_cases(
     db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int,
     needs_retest: bool | None = None,
 ) -> tuple[list[Row], int]:
-    """One page in creation order, and the total matching the filters.
-
-    Each filter combination has an index whose entries are in rowid order, so the inner query walks
-    only the index (no table rows, no sort) to skip ``offset`` entries; the outer one reads the page.
-    """
-    where, params = _filters(tenant_id, project_id, status, needs_retest)
-    rows = await db.fetch_all(
-        f"SELECT {READ_COLUMNS} FROM test_cases WHERE rowid IN "
-        f"(SELECT rowid FROM test_cases WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
-        (*params, limit, offset),
-    )
-    total = await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {where}", params)
-    return rows, int(total)
+    """One page of the library in creation order, and the total matching the filters."""
+    where, params = equality_filters(tenant_id, project_id=project_id, status=status)
+    if needs_retest is not None:
+        # a literal, not a parameter: only then can SQLite use the partial index of the retest queue
+        where.append("needs_retest = 1" if needs_retest else "needs_retest = 0")
+    return await page_in_creation_order(db, "test_cases", READ_COLUMNS, where, params, limit, offset)
 
 
 async def insert_cases(tx: Transaction, rows: Iterable[Sequence[Any]]) -> None:

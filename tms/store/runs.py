@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.db import Database, Row, Transaction
+from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
@@ -22,22 +23,9 @@ async def get_run(db: Database | Transaction, tenant_id: str, run_id: str) -> Ro
 async def list_runs(
     db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int
 ) -> tuple[list[Row], int]:
-    """A page in creation order, read off the index that matches the filters (see store.cases)."""
-    where, params = ["tenant_id = ?"], [tenant_id]
-    if project_id is not None:
-        where.append("project_id = ?")
-        params.append(project_id)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
-    condition = " AND ".join(where)
-    rows = await db.fetch_all(
-        f"SELECT {COLUMNS} FROM test_runs WHERE rowid IN "
-        f"(SELECT rowid FROM test_runs WHERE {condition} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
-        (*params, limit, offset),
-    )
-    total = await db.fetch_value(f"SELECT COUNT(*) FROM test_runs WHERE {condition}", params)
-    return rows, int(total)
+    """One page of runs in creation order, and the total matching the filters."""
+    where, params = equality_filters(tenant_id, project_id=project_id, status=status)
+    return await page_in_creation_order(db, "test_runs", COLUMNS, where, params, limit, offset)
 
 
 async def insert_run(
