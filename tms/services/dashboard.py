@@ -7,7 +7,7 @@ about quality, so they would only dilute the trend.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tms.db import Database, Row
@@ -32,9 +32,8 @@ class Dashboard:
     unlinked_results: int
     case_count: int
     run_count: int
-    retest_enabled: bool
-    retest: list[Row] = field(default_factory=list)
-    retest_total: int = 0
+    retest: list[Row]
+    retest_total: int
 
     @property
     def last_pass_rate(self) -> float | None:
@@ -52,7 +51,8 @@ async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Da
     run_ids = [run.id for run in runs]
     flaky, flaky_total = await store.flaky_cases(db, tenant_id, project_id, LIST_LIMIT)
     failing, unstable = await store.failing_and_unstable(db, tenant_id, run_ids, LIST_LIMIT)
-    board = Dashboard(
+    retest, retest_total = await store.retest_queue(db, tenant_id, project_id, LIST_LIMIT)
+    return Dashboard(
         project_id=project_id,
         recent_runs=runs[:RECENT_RUNS],
         trend=[(run, pass_rate(run)) for run in reversed(runs)],
@@ -63,8 +63,6 @@ async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Da
         unlinked_results=await store.unlinked_count(db, tenant_id, project_id),
         case_count=await store.case_count(db, tenant_id, project_id),
         run_count=await store.run_count(db, tenant_id, project_id),
-        retest_enabled=await store.has_retest_column(db),
+        retest=retest,
+        retest_total=retest_total,
     )
-    if board.retest_enabled:
-        board.retest, board.retest_total = await store.retest_queue(db, tenant_id, project_id, LIST_LIMIT)
-    return board

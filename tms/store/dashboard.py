@@ -80,12 +80,6 @@ async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
         "SELECT COUNT(*) FROM native_test_results WHERE tenant_id = ? AND project_id = ?", (tenant_id, project_id)))
 
 
-async def has_retest_column(db: Database) -> bool:
-    """The retest flag arrived with migration 0008; the dashboard works with or without it."""
-    rows = await db.fetch_all("SELECT name FROM pragma_table_info('test_cases') WHERE name = 'needs_retest'")
-    return bool(rows)
-
-
 async def retest_queue(db: Database, tenant_id: str, project_id: str, limit: int) -> tuple[list[Row], int]:
     rows = await db.fetch_all(
         "SELECT id, code, title, retest_reason, retest_bug_key, retest_flagged_at FROM test_cases "
