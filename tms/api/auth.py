@@ -46,7 +46,3 @@ def scope_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
     principal: ApiPrincipal = connection.user
     if required is not None and required not in principal.scopes:
         raise PermissionDeniedException(f"This operation needs a token with the '{required}' scope.")
-
-
-def current_principal(request: ASGIConnection) -> ApiPrincipal:
-    return request.user  # type: ignore[no-any-return]
