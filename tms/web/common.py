@@ -15,7 +15,7 @@ from litestar.exceptions import NotFoundException
 from litestar.plugins.flash import flash
 from litestar.response import Redirect, Template
 
-from tms.services.errors import DomainError, NotFound
+from tms.services.errors import DomainError
 from tms.web.session import WebUser, web_user
 
 T = TypeVar("T")
@@ -91,10 +91,6 @@ def field_errors(exc: DomainError, default_field: str = "form") -> dict[str, str
 
 def not_found(what: str = "page") -> NotFoundException:
     return NotFoundException(f"This {what} does not exist or belongs to another team.")
-
-
-def raise_not_found_from(exc: NotFound, what: str) -> None:
-    raise not_found(what) from exc
 
 
 def page_numbers(total: int, limit: int, offset: int) -> dict[str, int]:
