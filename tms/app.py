@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import strict_json_body
 from tms.api.reference import ApiReferencePlugin
+from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
 from tms.problems import EXCEPTION_HANDLERS
@@ -58,8 +58,6 @@ from tms.web.session import LoginRequired
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
 from tms.webhooks.gauge import RequestGauge
-
-log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -125,16 +123,6 @@ def _web_routers() -> list[Any]:
     ]
 
 
-async def _every(seconds: float, job: Callable[[], Awaitable[Any]], name: str) -> None:
-    """Runs ``job`` every ``seconds``; a failing run is logged and the loop goes on."""
-    while True:
-        await asyncio.sleep(seconds)
-        try:
-            await job()
-        except Exception:
-            log.exception("background job %s failed", name)
-
-
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     db = Database(config.db_path)
     token_usage = LastUsedTracker()
@@ -150,13 +138,13 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         dispatcher = Dispatcher(db, config, gauge=request_gauge)
         await dispatcher.start()
         tasks = [
-            asyncio.create_task(_every(15, lambda: token_usage.flush(db), "token last-used flush")),
-            asyncio.create_task(_every(24 * 3600, _daily, "daily housekeeping")),
+            asyncio.create_task(run_periodically(lambda: token_usage.flush(db), 15, "token last-used flush")),
+            asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping")),
             asyncio.create_task(retention.sweep_daily(db, config)),
             asyncio.create_task(
-                _every(
-                    24 * 3600,
+                run_periodically(
                     lambda: attachment_service.sweep_orphans(db, config.attachments_dir),
+                    24 * 3600,
                     "attachment orphan sweep",
                 )
             ),

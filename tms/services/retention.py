@@ -6,9 +6,9 @@ holds the single writer long enough to stall ingests. Run summaries (counts) are
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso_days_ago, now_iso
@@ -56,11 +56,4 @@ async def sweep_daily(db: Database, config: Config, first_delay: float = 300, pe
     Starting with a pass matters: a server restarted by more frequent deploys than daily would
     otherwise never reach its first sweep. A failing pass is logged and the loop goes on.
     """
-    delay = first_delay
-    while True:
-        await asyncio.sleep(delay)
-        delay = period
-        try:
-            await sweep_all(db, config)
-        except Exception:
-            log.exception("retention sweep failed")
+    await run_periodically(lambda: sweep_all(db, config), period, "retention sweep", first_delay=first_delay)
