@@ -38,6 +38,7 @@ from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
+from tms.middleware import options_middleware
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import retention
@@ -204,7 +205,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[request_gauge.middleware, session_config.middleware],
+        middleware=[options_middleware, request_gauge.middleware, session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
