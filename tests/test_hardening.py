@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, Tenant, assert_problem
 
 # --- OPTIONS and CORS preflight ------------------------------------------------------------------
 
@@ -27,3 +27,79 @@ def test_options_answers_204_with_allow_unauthenticated_and_logs_nothing(server:
     assert {m.strip() for m in plain.headers["allow"].split(",")} >= (
         {"GET", "POST"} if path in ("/api/v1/projects", "/api/webhooks") else {"GET"})
     assert "Traceback" not in server.log()[log_before:]
+
+
+# --- inputs that were 500s: each a 400 (or a per-item error in a batch) naming the field ---------
+
+FEATURE = "Feature: Pay\n  Scenario: card\n    Given a card\n"
+
+
+def _case_and_run(tenant: Tenant) -> tuple[str, str, str]:
+    project = tenant.create_project()
+    case = tenant.api.post("/api/v1/cases", json={"title": "Pay", "bdd_content": FEATURE,
+                                                  "project_id": project["id"]})
+    assert case.status_code == 201, case.text
+    run = tenant.api.post("/api/v1/runs", json={"name": "nightly", "project_id": project["id"]})
+    assert run.status_code == 201, run.text
+    return project["id"], case.json()["data"]["code"], run.json()["data"]["id"]
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("duration_ms", 10**22, "duration_ms"),
+    ("duration_ms", 2**63, "duration_ms"),
+    ("executed_at", "9999-12-31T23:59:59-01:00", "executed_at"),
+    ("executed_at", "0001-01-01T00:00:00+01:00", "executed_at"),
+])
+def test_out_of_range_result_fields_are_item_errors_naming_the_field(
+    tenant: Tenant, field: str, value: object, says: str
+) -> None:
+    project_id, code, run_id = _case_and_run(tenant)
+    item = {"test_case_code": code, "status": "PASSED", field: value}
+    for response in (tenant.api.post(f"/api/v1/runs/{run_id}/results", json={"results": [item]}),
+                     tenant.api.post("/api/v1/ingest", json={"project_id": project_id, "results": [item]})):
+        assert response.status_code == 207, response.text
+        body = response.json()
+        assert body["accepted"] == 0 and body["rejected"] == 1
+        assert says in body["errors"][0]["error"]
+    assert tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"] == []
+    # the largest value SQLite stores is fine
+    ok = {"test_case_code": code, "status": "PASSED", "duration_ms": 2**63 - 1,
+          "executed_at": "9999-12-31T23:59:59+01:00"}
+    assert tenant.api.post(f"/api/v1/runs/{run_id}/results", json={"results": [ok]}).status_code == 201
+
+
+DEEP = b"[" * 50_000 + b"]" * 50_000
+
+
+@pytest.mark.parametrize(("path", "body", "message"), [
+    ("/api/v1/runs/{run}/results", b'{"results": ' + DEEP + b"}", "nested too deeply"),
+    ("/api/v1/ingest", b'{"project_id": "{project}", "results": ' + DEEP + b"}", "nested too deeply"),
+    ("/api/v1/runs/{run}/results", b'{"results": [{"status": "PASSED", "title": "\xff"}]}', "UTF-8"),
+    ("/api/v1/ingest", b'{"project_id": "\xfe", "results": []}', "UTF-8"),
+    ("/api/v1/projects", b'{"name": "caf\xe9"}', "UTF-8"),
+    ("/api/v1/runs", b'{"name": "\xff", "project_id": "{project}"}', "UTF-8"),
+])
+def test_unreadable_json_bodies_are_400_naming_the_body(tenant: Tenant, path: str, body: bytes,
+                                                         message: str) -> None:
+    project_id, _, run_id = _case_and_run(tenant)
+    url = path.replace("{run}", run_id)
+    content = body.replace(b"{project}", project_id.encode())
+    response = tenant.api.post(url, content=content, headers={"Content-Type": "application/json"})
+    problem = assert_problem(response, 400)
+    assert problem["errors"] == [{"field": "body", "message": problem["errors"][0]["message"]}]
+    assert message in problem["detail"]
+    assert tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"] == []
+    assert len(tenant.api.get("/api/v1/runs", params={"project_id": project_id}).json()["data"]) == 1
+
+
+@pytest.mark.parametrize("path", ["/api/v1/runs", "/api/v1/cases"])
+def test_an_offset_beyond_64_bits_is_400_naming_offset(tenant: Tenant, path: str) -> None:
+    problem = assert_problem(tenant.api.get(path, params={"offset": "99999999999999999999"}), 400)
+    assert problem["errors"][0]["field"] == "offset"
+    assert tenant.api.get(path, params={"offset": str(2**63 - 1)}).json()["data"] == []
+
+
+@pytest.mark.parametrize("path", ["/cases", "/runs"])
+def test_web_lists_take_any_offset(tenant: Tenant, path: str) -> None:
+    web = tenant.web()
+    assert web.get(path, params={"offset": "99999999999999999999"}).status_code == 200

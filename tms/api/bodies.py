@@ -13,7 +13,7 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import ValidationException
 
-from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType, unreadable_json
 
 MB = 1024 * 1024
 # A 100k-result report is ~30-40 MB of JSON; these caps leave room while bounding memory per request.
@@ -83,6 +83,9 @@ async def strict_json_body(request: Request[Any, Any, Any]) -> None:
         raise ValidationException(extra=[{"key": field, "message": str(exc).split(" - at ")[0]}]) from None
     except msgspec.DecodeError:
         return  # malformed JSON: Litestar's own decoding reports it
+    except (RecursionError, UnicodeDecodeError) as exc:  # Litestar's own decoding would be a 500
+        raise ValidationException(extra=[{"key": "body", "message": unreadable_json(exc)}]) from None
+
 
 
 def _error_path(message: str) -> str:

@@ -36,3 +36,11 @@ class TooLarge(DomainError):
 class UnsupportedMediaType(DomainError):
     status_code = 415
     title = "Unsupported Media Type"
+
+
+def unreadable_json(exc: RecursionError | UnicodeDecodeError) -> str:
+    """Why msgspec (or ``json``) could not read a JSON text at all, errors it raises besides
+    ``DecodeError``: nested too deeply (a RecursionError), or not UTF-8."""
+    if isinstance(exc, RecursionError):
+        return "The JSON is nested too deeply."
+    return f"The JSON is not valid UTF-8 (byte {exc.start})."

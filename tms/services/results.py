@@ -28,7 +28,7 @@ from tms.models.results import (
 )
 from tms.services import events, retest
 from tms.services.attachments import attachments_by_result
-from tms.services.errors import InvalidInput, NotFound
+from tms.services.errors import InvalidInput, NotFound, unreadable_json
 from tms.store import cases as case_store
 from tms.store import results as result_store
 from tms.store import runs as run_store
@@ -70,6 +70,8 @@ def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, l
         pass
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"The body is not valid JSON: {exc}") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise InvalidInput(unreadable_json(exc), field="body") from None
     try:
         body = msgspec.json.decode(raw, type=loose)
     except msgspec.ValidationError as exc:
@@ -77,6 +79,8 @@ def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, l
         raise InvalidInput(message, field=field) from None
     except msgspec.DecodeError as exc:  # the typed pass may stop at a bad item before the broken JSON
         raise InvalidInput(f"The body is not valid JSON: {exc}") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise InvalidInput(unreadable_json(exc), field="body") from None
     items: list[ResultIn | None] = []
     errors: dict[int, str] = {}
     for index, item in enumerate(body.results):
