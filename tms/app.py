@@ -33,7 +33,7 @@ from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import strict_json_body
+from tms.api.bodies import inflation_slots, strict_json_body
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
@@ -190,6 +190,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             "db": db,
             "token_usage": token_usage,
             "login_throttle": LoginThrottle(),
+            "inflation_slots": inflation_slots(),
             "setup_token": setup_token,
             "setup_done": False,
         }
