@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 import httpx
 
 from tests.conftest import Tenant
@@ -103,3 +106,75 @@ def test_first_run_setup_creates_tenant_and_admin(start_server) -> None:
 def test_api_answers_as_usual_before_setup(start_server) -> None:
     server = start_server()
     assert httpx.get(f"{server.url}/api/v1/projects").status_code == 401
+
+
+def _session_rows(server: Any) -> int:
+    with sqlite3.connect(server.db_path, timeout=10) as conn:
+        count = conn.execute("SELECT COUNT(*) FROM web_sessions").fetchone()[0]
+    conn.close()
+    return int(count)
+
+
+def _set_session_id(response: httpx.Response) -> str | None:
+    for header in response.headers.get_list("set-cookie"):
+        if header.startswith("tms_session="):
+            return header.split(";", 1)[0].split("=", 1)[1]
+    return None
+
+
+def test_anonymous_visits_store_no_session(tenant: Tenant) -> None:
+    """Every anonymous GET /login wrote a 14-day row into web_sessions; CSRF has its own cookie."""
+    before = _session_rows(tenant.server)
+    for _ in range(3):
+        client = httpx.Client(base_url=tenant.server.url)
+        page = client.get("/login")
+        assert page.status_code == 200 and client.cookies.get("csrftoken")
+        assert "tms_session" not in client.cookies
+        failed = _login(client, tenant.email, "wrong-guess-" + str(_))
+        assert failed.status_code == 400 and "tms_session" not in client.cookies
+    assert _session_rows(tenant.server) == before
+
+
+def test_a_session_id_chosen_before_login_is_not_the_one_after(tenant: Tenant, other_tenant: Tenant) -> None:
+    """Session fixation: an id planted in the browser before sign-in must not become the session."""
+    planted = "a" * 64
+    client = httpx.Client(base_url=tenant.server.url)
+    client.cookies.set("tms_session", planted, domain="127.0.0.1")
+    response = _login(client, tenant.email, tenant.password)
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, "", planted, "null")
+    assert client.cookies["tms_session"] == _set_session_id(response)
+    assert client.get("/").status_code == 200
+    stranger = httpx.Client(base_url=tenant.server.url, cookies={"tms_session": planted})
+    assert stranger.get("/").status_code == 302
+
+    # an attacker's own valid session planted in a victim's browser: signing in replaces it
+    attacker = other_tenant.web()
+    attacker_id = attacker.cookies["tms_session"]
+    victim = httpx.Client(base_url=tenant.server.url)
+    victim.cookies.set("tms_session", attacker_id, domain="127.0.0.1")
+    response = _login(victim, tenant.email, tenant.password)
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, attacker_id)
+    assert tenant.email in victim.get("/").text
+    # the replaced session is gone, not merely unused
+    assert httpx.Client(base_url=tenant.server.url, cookies={"tms_session": attacker_id}).get("/").status_code == 302
+
+
+def test_signing_in_again_issues_a_new_session_id(tenant: Tenant) -> None:
+    client = tenant.web()
+    first = client.cookies["tms_session"]
+    # /login redirects a signed-in user; POST /login still signs in afresh
+    response = client.post("/login", data={"email": tenant.email, "password": tenant.password,
+                                           "_csrf_token": client.cookies.get("csrftoken", "")})
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, first)
+    assert client.get("/").status_code == 200
+
+
+def test_page_views_do_not_rewrite_the_session(tenant: Tenant) -> None:
+    client = tenant.web()
+    for _ in range(3):
+        page = client.get("/")
+        assert page.status_code == 200
+        assert not any(h.startswith("tms_session=") for h in page.headers.get_list("set-cookie"))

@@ -13,7 +13,6 @@ from litestar import Litestar, Request, Router, get
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
-from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -56,6 +55,7 @@ from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
 from tms.web.session import LoginRequired
+from tms.web.session_cookie import RotatingSessionConfig
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
 from tms.webhooks.gauge import RequestGauge
@@ -173,7 +173,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # itself after the session check, and inbound tracker webhooks are signed.
         exclude=["/api/"],
     )
-    session_config = ServerSideSessionConfig(
+    session_config = RotatingSessionConfig(
         key="tms_session",
         max_age=SESSION_MAX_AGE,
         httponly=True,
