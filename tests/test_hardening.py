@@ -103,3 +103,24 @@ def test_an_offset_beyond_64_bits_is_400_naming_offset(tenant: Tenant, path: str
 def test_web_lists_take_any_offset(tenant: Tenant, path: str) -> None:
     web = tenant.web()
     assert web.get(path, params={"offset": "99999999999999999999"}).status_code == 200
+
+
+# --- one CSRF mechanism for forms and the session JSON API ---------------------------------------
+
+
+def test_webhooks_api_refuses_a_made_up_csrf_pair_like_the_forms_do(tenant: Tenant) -> None:
+    """/api/webhooks took any equal csrftoken cookie/header pair (unsigned double submit)."""
+    web = tenant.web()
+    body = {"url": "https://example.com/hook", "events": ["test_run.completed"]}
+    made_up = "x" * 128
+    forged = httpx.Client(base_url=tenant.server.url, headers={"x-csrftoken": made_up})
+    forged.cookies.set("tms_session", web.cookies["tms_session"], domain="127.0.0.1")
+    forged.cookies.set("csrftoken", made_up, domain="127.0.0.1")
+    assert_problem(forged.post("/api/webhooks", json=body), 403)
+    # the same made-up pair on a form is refused too (the middleware's check)
+    assert forged.post("/projects", data={"name": "x", "_csrf_token": made_up}).status_code == 403
+    # a token the server signed passes both
+    assert web.post("/api/webhooks", json=body).status_code == 201
+    # ... and no session is still a 401 first, CSRF or not
+    anonymous = httpx.Client(base_url=tenant.server.url, headers={"x-csrftoken": made_up})
+    assert_problem(anonymous.post("/api/webhooks", json=body), 401)
