@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -124,3 +126,36 @@ def test_webhooks_api_refuses_a_made_up_csrf_pair_like_the_forms_do(tenant: Tena
     # ... and no session is still a 401 first, CSRF or not
     anonymous = httpx.Client(base_url=tenant.server.url, headers={"x-csrftoken": made_up})
     assert_problem(anonymous.post("/api/webhooks", json=body), 401)
+
+
+# --- security headers on every response ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/login", "/api/v1/me", "/no-such-page", "/schema", "/static/app.css"])
+def test_every_response_carries_the_security_headers(server: ServerProcess, path: str) -> None:
+    response = httpx.get(server.url + path, headers={"Accept": "text/html"})
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["referrer-policy"] in ("same-origin", "strict-origin-when-cross-origin")
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_no_template_carries_inline_script() -> None:
+    from pathlib import Path
+
+    import tms
+
+    templates = Path(tms.__file__).parent / "templates"
+    for template in templates.rglob("*.html"):
+        text = template.read_text()
+        for tag in re.findall(r"<script\b[^>]*>", text):
+            assert "src=" in tag, f"{template}: inline script {tag}"
+        assert not re.search(r"\son[a-z]+\s*=", text), f"{template}: inline event handler"
+
+
+def test_the_favicon_is_served_and_linked(tenant: Tenant) -> None:
+    icon = httpx.get(tenant.server.url + "/static/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert '<link rel="icon" href="/static/favicon.svg"' in httpx.get(tenant.server.url + "/login").text

@@ -37,7 +37,7 @@ from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
-from tms.middleware import options_middleware
+from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import retention
@@ -213,6 +213,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
         before_request=strict_json_body,
+        before_send=[security_headers],
         openapi_config=OpenAPIConfig(
             title="TMS API",
             version=__version__,
