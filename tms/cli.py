@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tms import __version__
 from tms.config import Config, ConfigError, find_config_file, load_config
 
 EXIT_USAGE = 2
+EXIT_DATA_DIR = 1
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tms", description="Self-hosted test management service.")
     parser.add_argument("--config", metavar="FILE", help="config file (default: $TMS_CONFIG, else ./tms.toml)")
+    parser.add_argument("--version", action="version", version=f"tms {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the service: API, web UI, webhook dispatcher, daily sweep")
@@ -66,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"tms: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for warning in config.warnings:
+        print(f"tms: config warning: {warning}", file=sys.stderr)
     if args.command == "serve":
         return _serve(config, args)
     return _admin(config, args)
@@ -85,6 +92,10 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         print(f"tms: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     config = config.with_derived_base_url()
+    problem = data_dir_problem(config)
+    if problem:
+        print(f"tms: {problem}", file=sys.stderr)
+        return EXIT_DATA_DIR
     # SQLite calls run on aiosqlite's threads: with the default 5 ms GIL switch interval a busy event
     # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
     sys.setswitchinterval(0.0005)
@@ -100,6 +111,25 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=10)
     return 0
+
+
+def data_dir_problem(config: Config) -> str | None:
+    """Why the service could not store data in ``storage.data_dir``, checked before it starts: a
+    read-only directory otherwise failed inside the app's start-up with a traceback."""
+    directory = config.data_dir
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".tms-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        for path in (config.db_path, config.db_path.with_name("tms.db-wal"), config.attachments_dir):
+            if path.exists() and not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, "read-only", str(path))
+    except OSError as exc:
+        where = exc.filename or directory
+        return (f"cannot write to the data directory {directory.resolve()} ({where}: "
+                f"{exc.strerror or exc}); set storage.data_dir or TMS_STORAGE_DATA_DIR to a writable directory")
+    return None
 
 
 def _first_run_token(config: Config) -> str | None:
