@@ -31,7 +31,7 @@ def row_counts(tenant: Tenant) -> tuple[int, int, int]:
     with sqlite3.connect(tenant.server.db_path) as conn:
         return tuple(  # type: ignore[return-value]
             conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant.id,)).fetchone()[0]
-            for table in ("test_runs", "test_results", "native_test_results")
+            for table in ("test_runs", "test_results", "unlinked_test_results")
         )
 
 
@@ -214,7 +214,7 @@ def test_a_large_report_in_one_request(tenant: Tenant) -> None:
     project = tenant.create_project()
     cases = [new_case(tenant, code=f"BULK-{i}") for i in range(20)]
     items = [{"test_case_code": c["code"], "status": "PASSED"} for c in cases]
-    items += [{"title": f"native {i}", "status": "FAILED" if i % 100 == 0 else "PASSED"} for i in range(5000)]
+    items += [{"title": f"unlinked {i}", "status": "FAILED" if i % 100 == 0 else "PASSED"} for i in range(5000)]
     response = ingest(tenant, {"project_id": project["id"], "results": items}, gz=True)
     assert response.status_code == 201 and response.json()["accepted"] == 5020
     assert row_counts(tenant) == (1, 20, 5000)
