@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from tms.db import Database, Row
+from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
@@ -21,6 +21,8 @@ from tms.services import events, retest
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.result_rows import (
     STATUS_INDEX,
+    CaseMaps,
+    cases_still_exist,
     decode_bulk,
     failed_event,
     link,
@@ -56,6 +58,8 @@ async def _replay(row: dict[str, Any], request_sha256: str) -> tuple[int, bytes]
 
 
 class _Rows(NamedTuple):
+    # every item's error by index: its own (from decoding) plus those naming an unknown case
+    errors: dict[int, str]
     linked: list[LinkedRow]
     unlinked: list[UnlinkedRow]
     # per case: (result id of its first row, last status): duplicates in one report upsert like POST results
@@ -71,14 +75,15 @@ def _build_rows(
     now: str,
     default_framework: str | None,
     items: list[ResultIn | None],
-    by_code: dict[str, Row],
-    by_id: dict[str, Row],
-    errors: dict[int, str],
+    cases: CaseMaps,
+    item_errors: dict[int, str],
 ) -> _Rows:
-    """The rows of both tables, the run's counts and the failed events.
+    """The rows of both tables, the run's counts, the failed events and the errors.
 
-    Items naming an unknown case are added to ``errors`` (by index) and skipped.
+    Items naming an unknown case are added to the errors (by index) and skipped.
     """
+    by_code, by_id = cases
+    errors = dict(item_errors)
     run_id, project_id = run["id"], run["project_id"]
     ids = new_ids(len(items))
     linked: list[LinkedRow] = []
@@ -113,7 +118,17 @@ def _build_rows(
     counts[0] = len(unlinked) + len(linked_state)
     for _, status in linked_state.values():
         counts[STATUS_INDEX[status]] += 1
-    return _Rows(linked, unlinked, linked_state, counts, failed)
+    return _Rows(errors, linked, unlinked, linked_state, counts, failed)
+
+
+def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
+    """(HTTP status, JSON body) of an ingest: 201 when every item was stored, 207 when some were rejected."""
+    errors = rows.errors
+    answer = IngestAnswer(
+        run_id=run_id, accepted=len(rows.linked) + len(rows.unlinked), rejected=len(errors),
+        errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+    )
+    return 207 if errors else 201, _encoder.encode(answer)
 
 
 async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
@@ -125,27 +140,18 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
         if previous is not None:
             return await _replay(previous, request_sha256)
 
-    body, items, errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
+    body, items, item_errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
     if not items:
         raise InvalidInput("results must hold at least one result", field="results")
     await require_project(db, tenant_id, body.project_id)
-    by_code, by_id = await resolve_cases(db, tenant_id, items)
+    cases = await resolve_cases(db, tenant_id, items)
 
     run_id, now = new_id(), now_iso()
     run_name = (body.run_name or "").strip() or now
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
-    rows = await off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
-                          errors)
-    counts = rows.counts
-    accepted = len(rows.linked) + len(rows.unlinked)
-    answer = IngestAnswer(
-        run_id=run_id, accepted=accepted, rejected=len(errors),
-        errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
-    )
-    status_code = 207 if errors else 201
-    answer_body = _encoder.encode(answer)
-    run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
+    build = (tenant_id, run, now, body.framework, items)
+    rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors)
 
     async with db.transaction() as tx:
         if key:
@@ -154,6 +160,13 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
             if previous is not None:
                 return await _replay(previous, request_sha256)
         await require_project(tx, tenant_id, project_id)
+        if not await cases_still_exist(tx, tenant_id, rows.linked_state.keys()):
+            # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
+            rows = await off_loop(len(raw), _build_rows, *build, await resolve_cases(tx, tenant_id, items),
+                                  item_errors)
+        counts = rows.counts
+        status_code, answer_body = _answer(run_id, rows)
+        run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
         await run_store.insert_run(
             tx, run_id=run_id, tenant_id=tenant_id, project_id=project_id, name=run_name,
             environment=body.environment, status="COMPLETED", created_at=now, counts=tuple(counts),  # type: ignore[arg-type]

@@ -2,7 +2,9 @@
 
 - ``decode_bulk``: a body with a ``results`` array decoded typed in one pass, falling back to per-item
   checks only when an item is bad; ``off_loop`` runs such CPU work of big bodies in a thread.
-- ``resolve_cases`` / ``link``: the cases the items name, two queries however many items.
+- ``resolve_cases`` / ``link``: the cases the items name, two queries however many items;
+  ``cases_still_exist``: the re-check inside the write transaction, so that a case deleted after the
+  lookup (a concurrent DELETE) never gets a result: on a miss the caller resolves again under the lock.
 - ``linked_row`` / ``unlinked_row``: the named rows (``tms.store.results.LinkedRow``/``UnlinkedRow``)
   made from an item; ``failed_event``: the ``test_run_result.failed`` data.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -109,6 +111,15 @@ async def resolve_cases(db: Database | Transaction, tenant_id: str, items: Seque
     by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, list(codes))}
     by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, list(ids))}
     return by_code, by_id
+
+
+async def cases_still_exist(tx: Transaction, tenant_id: str, case_ids: Collection[str]) -> bool:
+    """Inside the write transaction: whether every case resolved before it began still exists.
+
+    One primary-key lookup per case and no rows back; only a miss (rare) costs a second resolve.
+    A case edited meanwhile needs no re-check: the write simply orders after the edit's transaction.
+    """
+    return await case_store.count_existing(tx, tenant_id, list(case_ids)) == len(case_ids)
 
 
 def link(item: ResultIn, by_code: dict[str, Row], by_id: dict[str, Row]) -> Row | str | None:

@@ -15,7 +15,9 @@ from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.result_rows import (
     STATUS_INDEX,
+    CaseMaps,
     bulk_answer,
+    cases_still_exist,
     decode_bulk,
     failed_event,
     link,
@@ -36,13 +38,13 @@ async def _get_run(db: Database | Transaction, tenant_id: str, run_id: str) -> R
     return run
 
 
-async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) -> BulkAnswer:
-    """Upserts the items of ``{"results": [...]}`` into the run: one row per (run, case), last write wins."""
-    await _get_run(db, tenant_id, run_id)
-    _, items, errors = await off_loop(len(raw), decode_bulk, raw, ResultsBody, ResultsBodyLoose)
-    if not items:
-        raise InvalidInput("results must hold at least one result", field="results")
-    by_code, by_id = await resolve_cases(db, tenant_id, items)
+def _link_all(
+    items: list[ResultIn | None], cases: CaseMaps, item_errors: dict[int, str]
+) -> tuple[list[tuple[int, ResultIn, Row]], dict[int, str]]:
+    """(index, item, case) of every item naming an existing case, and all errors by index (the
+    items' own plus those naming no case or an unknown one)."""
+    by_code, by_id = cases
+    errors = dict(item_errors)
     linked: list[tuple[int, ResultIn, Row]] = []
     for index, item in enumerate(items):
         if item is None:
@@ -54,13 +56,29 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
             errors[index] = case
         else:
             linked.append((index, item, case))
+    return linked, errors
+
+
+async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) -> BulkAnswer:
+    """Upserts the items of ``{"results": [...]}`` into the run: one row per (run, case), last write wins."""
+    await _get_run(db, tenant_id, run_id)
+    _, items, errors = await off_loop(len(raw), decode_bulk, raw, ResultsBody, ResultsBodyLoose)
+    if not items:
+        raise InvalidInput("results must hold at least one result", field="results")
+    item_errors = errors
+    linked, errors = _link_all(items, await resolve_cases(db, tenant_id, items), item_errors)
     if not linked:
         return bulk_answer(0, errors)
 
     now = now_iso()
-    fresh_ids = iter(new_ids(len(linked)))
     async with db.transaction() as tx:
         run = await _get_run(tx, tenant_id, run_id)  # re-read: the run may have changed meanwhile
+        if not await cases_still_exist(tx, tenant_id, {case["id"] for _, _, case in linked}):
+            # a case was deleted since the lookup: look again, under the write lock
+            linked, errors = _link_all(items, await resolve_cases(tx, tenant_id, items), item_errors)
+            if not linked:
+                return bulk_answer(0, errors)
+        fresh_ids = iter(new_ids(len(linked)))
         state = await result_store.current_for_cases(tx, run_id, list({case["id"] for _, _, case in linked}))
         deltas = [0, 0, 0, 0, 0, 0]
         rows: list[LinkedRow] = []
