@@ -121,6 +121,25 @@ def _build_rows(
     return _Rows(errors, linked, unlinked, linked_state, counts, failed)
 
 
+# A body whose every item is rejected is a 400; its problem lists this many of the item errors.
+NOTHING_STORED_SHOWN = 100
+
+
+def _refuse_if_nothing_stored(rows: _Rows) -> None:
+    """No run without a result: a body none of whose items can be stored creates nothing, fires nothing."""
+    if rows.linked or rows.unlinked:
+        return
+    errors = rows.errors
+    shown = sorted(errors)[:NOTHING_STORED_SHOWN]
+    more = f"; the first {len(shown)} are listed" if len(errors) > len(shown) else ""
+    raise InvalidInput(
+        f"No result could be stored: all {len(errors)} items of results were rejected{more}. "
+        "Nothing was created.",
+        field="results",
+        errors=[{"field": f"results[{index}]", "message": errors[index]} for index in shown],
+    )
+
+
 def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
     """(HTTP status, JSON body) of an ingest: 201 when every item was stored, 207 when some were rejected."""
     errors = rows.errors
@@ -132,7 +151,10 @@ def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
 
 
 async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
-    """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected."""
+    """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected.
+
+    A body none of whose items can be stored is a 400 (``InvalidInput``): no run, no event.
+    """
     key = check_idempotency_key(idempotency_key)
     request_sha256 = hashlib.sha256(raw).hexdigest() if key else ""
     if key:
@@ -152,6 +174,7 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
     build = (tenant_id, run, now, body.framework, items)
     rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors)
+    _refuse_if_nothing_stored(rows)
 
     async with db.transaction() as tx:
         if key:
@@ -164,6 +187,7 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
             # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
             rows = await off_loop(len(raw), _build_rows, *build, await resolve_cases(tx, tenant_id, items),
                                   item_errors)
+            _refuse_if_nothing_stored(rows)
         counts = rows.counts
         status_code, answer_body = _answer(run_id, rows)
         run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
