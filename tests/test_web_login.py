@@ -178,3 +178,47 @@ def test_page_views_do_not_rewrite_the_session(tenant: Tenant) -> None:
         page = client.get("/")
         assert page.status_code == 200
         assert not any(h.startswith("tms_session=") for h in page.headers.get_list("set-cookie"))
+
+
+def _client_from(server: Any, address: str) -> httpx.Client:
+    """A browser on another machine: loopback is a /8, so 127.0.0.N is another client address."""
+    return httpx.Client(base_url=server.url, transport=httpx.HTTPTransport(local_address=address))
+
+
+def test_wrong_passwords_do_not_lock_the_account_for_other_clients(tenant: Tenant) -> None:
+    """Five wrong passwords locked the account for everyone: now only that client waits."""
+    attacker = _client_from(tenant.server, "127.0.0.2")
+    for _ in range(5):
+        assert _login(attacker, tenant.email, "wrong-guess").status_code == 400
+    assert _login(attacker, tenant.email, tenant.password).status_code == 429
+    owner = _client_from(tenant.server, "127.0.0.3")
+    assert _login(owner, tenant.email, tenant.password).status_code == 303
+    assert tenant.email in owner.get("/").text
+
+
+def test_one_client_failing_on_many_accounts_is_throttled_for_all(tenant: Tenant) -> None:
+    sprayer = _client_from(tenant.server, "127.0.0.4")
+    for number in range(20):
+        assert _login(sprayer, f"guess{number}@example.com", "wrong-guess").status_code == 400
+    blocked = _login(sprayer, tenant.email, tenant.password)
+    assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
+    assert _login(_client_from(tenant.server, "127.0.0.5"), tenant.email, tenant.password).status_code == 303
+
+
+def test_admin_unlock_user_lifts_the_throttle_and_it_survives_a_restart(start_server: Any, tmp_path: Any) -> None:
+    from tests.conftest import make_tenant_on
+    from tests.test_config_cli import tms
+
+    server = start_server()
+    tenant = make_tenant_on(server)
+    client = _client_from(server, "127.0.0.6")
+    for _ in range(5):
+        assert _login(client, tenant.email, "wrong-guess").status_code == 400
+    server.stop()
+    server.start()  # kept in the database: a restart does not reset it
+    assert _login(client, tenant.email, tenant.password).status_code == 429
+    result = tms("admin", "unlock-user", "--email", tenant.email.upper(), cwd=tmp_path,
+                 env={"TMS_STORAGE_DATA_DIR": str(server.data_dir)})
+    assert result.returncode == 0, result.stderr
+    assert "5 failed attempts forgotten" in result.stdout
+    assert _login(client, tenant.email, tenant.password).status_code == 303

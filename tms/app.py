@@ -159,8 +159,10 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     async def _daily() -> None:
         await db.housekeeping()
         await session_store.delete_expired()
+        await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
+    login_throttle = LoginThrottle(db)
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),
@@ -185,7 +187,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             "config": config,
             "db": db,
             "token_usage": token_usage,
-            "login_throttle": LoginThrottle(),
+            "login_throttle": login_throttle,
             "inflation_slots": inflation_slots(),
             "setup_token": setup_token,
             "setup_done": False,

@@ -51,6 +51,8 @@ def _build_parser() -> argparse.ArgumentParser:
     status = admin_commands.add_parser("set-tenant-status", help="suspend (tokens and logins refused) or reactivate")
     status.add_argument("--tenant", required=True, metavar="ID")
     status.add_argument("--status", required=True, choices=("ACTIVE", "SUSPENDED"))
+    unlock = admin_commands.add_parser("unlock-user", help="lift sign-in throttling for an account (every client)")
+    unlock.add_argument("--email", required=True)
 
     backup = admin_commands.add_parser("backup", help="write a consistent copy of the SQLite database (safe while "
                                        "serve runs)")
@@ -199,10 +201,19 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _set_tenant_status(db, args.tenant, args.status)))
         elif args.admin_command == "backup":
             return _backup(config, args.file)
+        elif args.admin_command == "unlock-user":
+            print(_run_with_db(config, lambda db: _unlock_user(db, args.email)))
     except DomainError as exc:
         print(f"tms: {exc.detail}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _unlock_user(db: Any, email: str) -> str:
+    from tms.web.throttle import unlock
+
+    forgotten = await unlock(db, email)
+    return f"sign-in for {email} is no longer throttled ({forgotten} failed attempts forgotten)"
 
 
 def _backup(config: Config, file: str) -> int:

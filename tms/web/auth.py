@@ -36,7 +36,7 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
     next_path = safe_next(str(form.get("next", "")))
     throttle = request.app.state.login_throttle
     address = _client_address(request)
-    wait = throttle.retry_after(address, email)
+    wait = await throttle.retry_after(address, email)
     if wait:
         return Template(
             "login.html",
@@ -47,13 +47,13 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
         )
     user = await accounts.authenticate_user(request.app.state.db, email, password) if email and password else None
     if user is None:
-        throttle.record_failure(address, email)
+        await throttle.record_failure(address, email)
         return Template(
             "login.html",
             context={"error": "Wrong email or password.", "email": email, "next": next_path},
             status_code=400,
         )
-    throttle.record_success(email)
+    await throttle.record_success(address, email)
     start_session(request, {"user_id": user["id"]})  # under a fresh id: no session fixation
     return Redirect(next_path, status_code=303)
 
