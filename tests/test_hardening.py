@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import httpx
 import pytest
+from litestar.testing import TestClient
 
 from tests.conftest import ServerProcess, Tenant, assert_problem
 
@@ -163,3 +166,108 @@ def test_the_favicon_is_served_and_linked(tenant: Tenant) -> None:
     icon = httpx.get(tenant.server.url + "/static/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert '<link rel="icon" href="/static/favicon.svg"' in httpx.get(tenant.server.url + "/login").text
+
+
+# --- disk full: 507 with a clear problem, reads keep working, and it recovers by itself ----------
+#
+# Filling the real disk is not an option on a shared machine, and a product hook that fakes the
+# error would test the hook. So the failure is produced at the true edge, in-process:
+# - SQLite: ``PRAGMA max_page_count`` on the server's own writer connection caps the database at
+#   its current size, and SQLite then fails the write exactly as on a full disk (SQLITE_FULL,
+#   "database or disk is full"). The pragma lives only on that connection; lifting it is the
+#   "space came back" moment.
+# - Attachments: the upload's file is opened on /dev/full, where the kernel answers every write
+#   with ENOSPC, as a full file system does.
+
+
+def _in_process(tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
+    import warnings
+
+    from litestar.exceptions import LitestarDeprecationWarning
+
+    from tms.app import create_app
+    from tms.config import load_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LitestarDeprecationWarning)
+        app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path)}))
+    return TestClient(app), {}
+
+
+def _token(client: TestClient) -> str:
+    from tms.services import accounts, tokens
+
+    async def make() -> str:
+        db = client.app.state.db
+        tenant_id = await accounts.create_tenant(db, "Full disk")
+        return (await tokens.create_token(db, tenant_id, "ci", "read,write")).token
+
+    return client.blocking_portal.call(make)  # type: ignore[no-any-return]
+
+
+def _cap_database(client: TestClient, pages: int | None) -> None:
+    async def cap() -> None:
+        writer = client.app.state.db._writer
+        if pages is None:
+            await writer.execute("PRAGMA max_page_count = 1073741823")
+        else:
+            cursor = await writer.execute("PRAGMA page_count")
+            count = int((await cursor.fetchone())["page_count"])
+            await writer.execute(f"PRAGMA max_page_count = {count}")
+
+    client.blocking_portal.call(cap)
+
+
+def test_a_full_database_answers_507_and_keeps_serving_reads(tmp_path: Path) -> None:
+    client, _ = _in_process(tmp_path)
+    with client:
+        client.headers["Authorization"] = f"Bearer {_token(client)}"
+        assert client.post("/api/v1/projects", json={"name": "Before"}).status_code == 201
+        _cap_database(client, 0)
+        statuses = []
+        for number in range(200):  # until the free space inside the last pages is used up
+            response = client.post("/api/v1/projects", json={"name": f"P{number}", "description": "x" * 5000})
+            statuses.append(response.status_code)
+            if response.status_code != 201:
+                break
+        assert statuses[-1] == 507, statuses
+        problem = response.json()
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert problem["status"] == 507 and "disk is full" in problem["detail"]
+        names = [p["name"] for p in client.get("/api/v1/projects").json()["data"]]
+        assert "Before" in names and f"P{len(statuses) - 1}" not in names  # read works, nothing half-written
+        _cap_database(client, None)  # space is back: writes work again, no restart
+        assert client.post("/api/v1/projects", json={"name": "After"}).status_code == 201
+
+
+def test_a_full_disk_on_an_attachment_write_answers_507_and_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tms.services import attachments
+
+    client, _ = _in_process(tmp_path)
+    with client:
+        client.headers["Authorization"] = f"Bearer {_token(client)}"
+        project = client.post("/api/v1/projects", json={"name": "P"}).json()["data"]
+        answer = client.post("/api/v1/ingest", json={"project_id": project["id"],
+                                                     "results": [{"title": "t", "status": "FAILED"}]})
+        run_id = answer.json()["run_id"]
+        [result] = client.get(f"/api/v1/runs/{run_id}/results").json()["data"]
+
+        real_fdopen = os.fdopen
+
+        def on_full_disk(fd: int, mode: str = "r", *args: object, **kwargs: object) -> object:
+            os.close(fd)
+            return real_fdopen(os.open("/dev/full", os.O_WRONLY), "wb", buffering=0)
+
+        monkeypatch.setattr(attachments.os, "fdopen", on_full_disk)
+        response = client.post(f"/api/v1/results/{result['id']}/attachments",
+                               files={"file": ("log.txt", b"a log line\n" * 100, "text/plain")})
+        problem = assert_problem(response, 507)  # type: ignore[arg-type]
+        assert "disk is full" in problem["detail"]
+        monkeypatch.undo()
+        assert [p.name for p in (tmp_path / "attachments").iterdir()] == []
+        assert client.get(f"/api/v1/runs/{run_id}/results").json()["data"][0]["attachments"] == []
+        again = client.post(f"/api/v1/results/{result['id']}/attachments",
+                            files={"file": ("log.txt", b"a log line\n", "text/plain")})
+        assert again.status_code == 201
