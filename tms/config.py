@@ -71,6 +71,7 @@ SETTINGS: tuple[Setting, ...] = (
         30,
         "Unlinked ingested results (naming no library case) older than this many days are swept; 0 = next sweep.",
         minimum=0,
+        maximum=36_500,
     ),
     Setting(
         "retention",
