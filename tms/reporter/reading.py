@@ -1,0 +1,200 @@
+"""What every parser of the newer formats shares: reading JSON and XML safely, and small text helpers.
+
+JSON is decoded with msgspec into typed structs that name only the fields a parser reads: the rest of
+the document (Playwright's config, Allure's steps' parameters, ...) is validated as JSON and skipped
+without being built as Python objects, so a 50,000-test report costs its bytes plus the fields kept.
+A malformed document is reported with its line; a document of the wrong shape with its JSON path
+(`$.results.tests[3].name`); nesting deeper than msgspec's limit is refused, not recursed into.
+
+XML goes through defusedxml's ``iterparse``: entity declarations and external references are
+refused (billion laughs, XXE), and each parser drops finished elements as it goes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import PurePath
+from typing import Any
+from xml.etree.ElementTree import ParseError
+
+import msgspec
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import iterparse
+
+from tms.reporter.junit import MAX_OUTPUT_CHARS
+from tms.reporter.model import ReportError
+
+_BYTE_OFFSET = re.compile(r"\(byte (\d+)\)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def read_json_bytes(path: str) -> bytes:
+    """The file as UTF-8 bytes: a UTF-8 BOM is dropped, UTF-16/32 (with a BOM) re-encoded."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:]
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding).encode("utf-8")
+            except UnicodeError as exc:
+                raise ReportError(path, f"not valid {encoding.upper()} text: {exc}") from exc
+    return data
+
+
+def decode_json(path: str, data: bytes, kind: type[Any], what: str) -> Any:
+    """`data` decoded as `kind`; ReportError with the line (malformed JSON) or the JSON path (a value
+    of the wrong type) otherwise. `what` names the format in the message."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise ReportError(path, f"not a valid {what} report: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise json_error(path, data, exc) from exc
+    except RecursionError as exc:  # belt and braces: msgspec has its own depth limit
+        raise ReportError(path, "refused: JSON nested too deeply (possible nesting bomb)") from exc
+
+
+def json_error(path: str, data: bytes, exc: Exception) -> ReportError:
+    message = str(exc)
+    line = None
+    match = _BYTE_OFFSET.search(message)
+    if match:
+        offset = min(int(match.group(1)), len(data))
+        line = data.count(b"\n", 0, offset) + 1
+    if "truncated" in message.lower():
+        line = data.count(b"\n") + 1
+        message = "JSON ends too early (truncated file?)"
+    elif "depth" in message.lower():
+        message = f"refused: {message} (possible nesting bomb)"
+    elif "utf-8" in message.lower():
+        message = f"not UTF-8 text: {message}"
+    else:
+        message = f"malformed JSON: {message}"
+    return ReportError(path, message, line)
+
+
+def iter_xml(path: str, what: str) -> Iterator[tuple[str, Any, str]]:
+    """(event, element, local tag name) for "start" and "end", every parse failure as a ReportError."""
+    try:
+        for event, elem in iterparse(path, events=("start", "end")):
+            tag = elem.tag
+            yield event, elem, tag.rsplit("}", 1)[-1] if "}" in tag else tag
+    except DefusedXmlException as exc:
+        raise ReportError(path, f"refused: {type(exc).__name__}: the {what} report declares XML entities or "
+                                "external references, which a test report never needs (possible XML bomb)") from exc
+    except ParseError as exc:
+        line = exc.position[0] if getattr(exc, "position", None) else None
+        raise ReportError(path, f"malformed XML: {exc}", line) from exc
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1] if "}" in tag else tag
+
+
+def drop(elem: Any, parent: Any) -> None:
+    elem.clear()
+    if parent is not None:
+        with contextlib.suppress(ValueError):
+            parent.remove(elem)
+
+
+def text_of(elem: Any) -> str:
+    return "".join(elem.itertext()) if elem is not None else ""
+
+
+def child_text(elem: Any, name: str) -> str:
+    for child in elem:
+        if local(child.tag) == name:
+            return text_of(child)
+    return ""
+
+
+def first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:1000]
+    return ""
+
+
+def cap(text: str | None, limit: int = MAX_OUTPUT_CHARS) -> str:
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + f"\n… [{len(text) - limit + 40} characters cut]"
+
+
+def strip_ansi(text: str | None) -> str:
+    return _ANSI.sub("", text) if text and "\x1b" in text else (text or "")
+
+
+def as_tag(value: str) -> str | None:
+    """A tag, label or category value as "@value", so mapping finds `@service('X')` and `service('X')`."""
+    value = value.strip()
+    if not value:
+        return None
+    return value if value.startswith("@") else f"@{value}"
+
+
+def tags_of(values: Any) -> tuple[str, ...]:
+    found = [as_tag(v) for v in values or () if isinstance(v, str)]
+    return tuple(dict.fromkeys(t for t in found if t))
+
+
+def ms_to_iso(value: Any) -> str | None:
+    """Milliseconds since the epoch as ISO 8601 UTC with Z."""
+    from datetime import UTC, datetime
+
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        return None
+    try:
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def non_negative_ms(value: Any) -> int | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15:
+        return round(value)
+    return None
+
+
+def seconds_to_ms(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        return None
+    return round(seconds * 1000)
+
+
+def resolve_path(base: str, raw: str) -> str:
+    """`raw` (absolute, or relative to the report's folder `base`) as an existing path when one is
+    found, else as written (the upload then reports it missing)."""
+    raw = raw.strip()
+    if raw.startswith("file://"):
+        raw = raw[len("file://"):]
+    candidate = raw if os.path.isabs(raw) else os.path.join(base, raw)
+    if os.path.isfile(candidate):
+        return os.path.normpath(candidate)
+    parts = PurePath(raw.replace("\\", "/")).parts
+    for start in range(1, len(parts)):
+        tail = os.path.join(base, *parts[start:])
+        if os.path.isfile(tail):
+            return os.path.normpath(tail)
+    return os.path.normpath(candidate)
