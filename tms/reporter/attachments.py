@@ -4,7 +4,7 @@ ingest through POST /api/v1/results/{id}/attachments.
 Where a file is: a report written in one CI step is often ingested in another (artifacts downloaded
 to a new folder), so a path that does not exist as written is looked up under the report's own
 folder by its last components (`/builds/x/test-results/a/shot.png` -> `<report dir>/test-results/a/
-shot.png`, then `<report dir>/a/shot.png`, ...).
+shot.png`, then `<report dir>/a/shot.png`, ..., then the same under the working directory).
 
 What is sent: only the types the service keeps (its list is repeated here; the service judges the
 content again) and files up to the size the service answers with a 413 for. Anything else is named

@@ -51,6 +51,7 @@ def parse_gotest(path: str) -> list[TestOutcome]:
     running: dict[tuple[str, str], _Running] = {}
     package_output: dict[str, list[str]] = {}
     package_failed_tests: set[str] = set()
+    failed_children: dict[tuple[str, str], list[str]] = {}
     seen_event = False
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
@@ -93,6 +94,12 @@ def parse_gotest(path: str) -> list[TestOutcome]:
                 outcome = _outcome(event, _FINAL[event.Action], state, path)
                 if outcome.status == "FAILED":
                     package_failed_tests.add(event.Package)
+                    if "/" in event.Test:  # a failing subtest fails its parent: the parent says which
+                        parent, child = event.Test.rsplit("/", 1)
+                        failed_children.setdefault((event.Package, parent), []).append(child)
+                    children = failed_children.pop(key, None)
+                    if children and not outcome.error_message:
+                        outcome.error_message = first_line("subtest failed: " + ", ".join(children))
                 outcomes.append(outcome)
     if not seen_event:
         raise ReportError(path, "not a go test -json stream: no event line", 1, not_a_report=True)

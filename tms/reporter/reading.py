@@ -185,7 +185,9 @@ def seconds_to_ms(value: str | None) -> int | None:
 
 def resolve_path(base: str, raw: str) -> str:
     """`raw` (absolute, or relative to the report's folder `base`) as an existing path when one is
-    found, else as written (the upload then reports it missing)."""
+    found, else as written (the upload then reports it missing). A path that does not exist as
+    written is looked up by its last components under the report's folder, then under the working
+    directory: reports are often moved between CI steps (artifacts) or machines."""
     raw = raw.strip()
     if raw.startswith("file://"):
         raw = raw[len("file://"):]
@@ -193,8 +195,9 @@ def resolve_path(base: str, raw: str) -> str:
     if os.path.isfile(candidate):
         return os.path.normpath(candidate)
     parts = PurePath(raw.replace("\\", "/")).parts
-    for start in range(1, len(parts)):
-        tail = os.path.join(base, *parts[start:])
-        if os.path.isfile(tail):
-            return os.path.normpath(tail)
+    for folder in (base, os.getcwd()):
+        for start in range(1, len(parts)):
+            tail = os.path.join(folder, *parts[start:])
+            if os.path.isfile(tail):
+                return os.path.normpath(tail)
     return os.path.normpath(candidate)

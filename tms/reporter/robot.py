@@ -3,18 +3,20 @@
 | status        | outcome |
 |---------------|---------|
 | PASS          | PASSED  |
-| FAIL          | FAILED  |
+| FAIL          | FAILED; BROKEN when the test's setup failed |
 | SKIP, NOT RUN | SKIPPED |
 
 Suite path: the nested suite names. Tags: `<tag>` (`[Tags]  service('X')` or `@service('X')` links).
 Error: the test's status message; the stack names the failing keyword chain. Duration: RF 7's
-`elapsed` (seconds), or `endtime - starttime` of older versions. Retries (the RetryFailed listener
-re-runs a failed test under the same name) fold like any repeated test. Keyword bodies are dropped
+`elapsed` (seconds), or `endtime - starttime` of older versions. Retries: the RetryFailed listener
+writes only the last attempt and says "[RETRY] PASS on 2. retry." in its message: that many failed
+attempts came first; a test written twice under one name folds like any repeated test. Keyword bodies are dropped
 as soon as they end, so the memory held is one test's, not the log's.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +25,8 @@ from tms.reporter.model import ReportError, TestOutcome
 from tms.reporter.reading import cap, drop, first_line, iter_xml, local, seconds_to_ms
 
 _STATUS = {"PASS": "PASSED", "FAIL": "FAILED", "SKIP": "SKIPPED", "NOT RUN": "SKIPPED", "NOT_RUN": "SKIPPED"}
+# the RetryFailed listener rewrites a retried test's message: "[RETRY] PASS on 1. retry."
+_RETRIED = re.compile(r"\[RETRY\] (PASS|FAIL|SKIP) on (\d+)\. retry\.")
 _KEYWORDS = {"kw", "for", "iter", "if", "branch", "try", "while", "group", "return", "break", "continue",
              "variable", "error", "setup", "teardown"}
 
@@ -73,6 +77,9 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
     raw = (status_elem.get("status") or "").strip().upper() if status_elem is not None else ""
     status = _STATUS.get(raw, "UNKNOWN")
     message = "".join(status_elem.itertext()).strip() if status_elem is not None else ""
+    retried = _RETRIED.search(message)
+    if retried:
+        message = _RETRIED.sub("", message).strip()
     outcome = TestOutcome(
         name=(elem.get("name") or "").strip() or "(unnamed test)",
         status=status,
@@ -83,8 +90,14 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
         tags=tuple(dict.fromkeys(tags)),
         source=path,
     )
-    if status == "FAILED":
-        outcome.error_message = first_line(message) or "FAIL"
+    if retried:
+        outcome.attempts = ["FAILED"] * min(int(retried.group(2)), 100)  # a retry follows a failure
+    if status == "FAILED" and message.startswith(("Setup failed:", "Parent suite setup failed:")):
+        outcome.status = status = "BROKEN"  # the test never ran its body
+    if status in ("FAILED", "BROKEN"):
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        headline = " ".join(lines[:2]) if lines and lines[0].endswith(":") else (lines[0] if lines else "")
+        outcome.error_message = headline[:1000] or "FAIL"
         chain = _failing_chain(elem)
         stack = message
         if chain:

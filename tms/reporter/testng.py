@@ -4,7 +4,7 @@ per `<test-method>` that is not a configuration method.
 | status | outcome |
 |--------|---------|
 | PASS   | PASSED  |
-| FAIL   | FAILED  |
+| FAIL   | FAILED; BROKEN when the exception is not an assertion error |
 | SKIP   | SKIPPED; a SKIP with `retried="true"` is an earlier attempt of the test that follows |
 
 A configuration method (`@BeforeMethod`, ...) that FAILed becomes a BROKEN outcome of its own: the
@@ -31,7 +31,9 @@ def parse_testng(path: str) -> list[TestOutcome]:
     outcomes: list[TestOutcome] = []
     suite: list[str] = []
     classname: str | None = None
-    groups: dict[str, list[str]] = {}  # "class.signature" -> group names
+    groups: dict[str, list[str]] = {}  # "class.method" -> group names
+    last: dict[tuple[Any, ...], TestOutcome] = {}  # the latest outcome of each test, to spot retries
+    skip_errors: dict[int, tuple[str | None, str | None]] = {}
     for event, elem, tag in iter_xml(path, "TestNG"):
         if event == "start":
             if not stack and tag != "testng-results":
@@ -48,12 +50,20 @@ def parse_testng(path: str) -> list[TestOutcome]:
             name = (elem.get("name") or "").strip()
             for method in elem:
                 if local(method.tag) == "method" and name:
-                    key = f"{method.get('class') or ''}.{method.get('signature') or method.get('name') or ''}"
+                    key = f"{method.get('class') or ''}.{method.get('name') or ''}"
                     groups.setdefault(key, []).append(name)
             drop(elem, parent)
         elif tag == "test-method":
-            outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path)
+            outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path, skip_errors)
             if outcome is not None:
+                key = (outcome.suite_path, outcome.classname, outcome.name)
+                earlier = last.get(key)
+                if earlier is not None and earlier.status == "SKIPPED" and id(earlier) in skip_errors:
+                    # TestNG 6 writes a retried attempt as a SKIP carrying the failure: it failed
+                    earlier.status = "FAILED"
+                    earlier.error_message, earlier.error_stack = skip_errors[id(earlier)]
+                    earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")]
+                last[key] = outcome
                 outcomes.append(outcome)
             drop(elem, parent)
         elif tag in ("suite", "test"):
@@ -69,7 +79,7 @@ def parse_testng(path: str) -> list[TestOutcome]:
 
 
 def _outcome(elem: Any, suite_path: tuple[str, ...], classname: str | None, groups: dict[str, list[str]],
-             path: str) -> TestOutcome | None:
+             path: str, skip_errors: dict[int, tuple[str | None, str | None]]) -> TestOutcome | None:
     raw = (elem.get("status") or "").strip().upper()
     status = _STATUS.get(raw, "UNKNOWN")
     config = (elem.get("is-config") or "").lower() == "true"
@@ -88,7 +98,7 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], classname: str | None, grou
     if config:
         name = f"{name} (configuration method)"
         status = "BROKEN"
-    method_groups = groups.get(f"{classname or ''}.{elem.get('signature') or ''}", ())
+    method_groups = groups.get(f"{classname or ''}.{elem.get('name') or ''}", ())
     tags = [g if g.startswith("@") else f"@{g}" for g in method_groups]
     if "@service" in description.lower():
         tags.append(description)
@@ -104,14 +114,19 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], classname: str | None, grou
         source=path,
     )
     exception = next((c for c in elem if local(c.tag) == "exception"), None)
-    if exception is not None and status in ("FAILED", "BROKEN"):
+    if exception is not None:
         kind = (exception.get("class") or "").strip()
         message = child_text(exception, "message").strip()
         trace = child_text(exception, "full-stacktrace").strip()
         line = first_line(message)
-        outcome.error_message = (f"{kind}: {line}" if kind and line and kind not in line else line or kind) or None
-        outcome.error_stack = cap(trace or message) or None
-    elif exception is not None and status == "SKIPPED":
+        error = (f"{kind}: {line}" if kind and line and kind not in line else line or kind) or None
+        if status in ("FAILED", "BROKEN"):
+            outcome.error_message, outcome.error_stack = error, cap(trace or message) or None
+            if status == "FAILED" and kind and "Assert" not in kind and "ComparisonFailure" not in kind:
+                outcome.status = "BROKEN"  # an exception, not a failed assertion (JUnit's error)
+        elif "skip" not in kind.lower() and kind != "java.lang.Throwable":
+            skip_errors[id(outcome)] = (error, cap(trace or message) or None)
+    if exception is not None and status == "SKIPPED":
         reason = first_line(child_text(exception, "message")) or (exception.get("class") or "")
         if reason:
             outcome.notes.append(f"skipped: {reason}")

@@ -72,7 +72,10 @@ def parse_trx(path: str) -> list[TestOutcome]:
     for test_id, outcome in found:
         definition = definitions.get(test_id or "")
         if definition is not None:
-            outcome.classname = definition.classname
+            classname = definition.classname
+            if classname and outcome.name.startswith(classname + " / "):
+                classname = None  # jest-trx-results-processor: the name holds the describe path already
+            outcome.classname = classname
             outcome.tags = tuple(dict.fromkeys(definition.categories))
             outcome.service_properties = tuple(definition.services)
             if definition.storage and outcome.framework is None:
@@ -138,7 +141,8 @@ def _definition(elem: Any) -> _Definition:
     for child in elem:
         tag = local(child.tag)
         if tag == "TestMethod":
-            definition.classname = (child.get("className") or "").split(",")[0].strip() or None
+            classname = (child.get("className") or "").split(",")[0].strip()
+            definition.classname = classname if classname and classname != "No suite" else None
         elif tag == "TestCategory":
             for item in child:
                 value = (item.get("TestCategory") or "").strip()

@@ -3,7 +3,7 @@
 | result  | outcome  |
 |---------|----------|
 | Pass    | PASSED   |
-| Fail    | FAILED   |
+| Fail    | FAILED; BROKEN when the exception is not an assertion's (Xunit.Sdk.*) |
 | Skip, NotRun | SKIPPED |
 
 Suite path: the assembly's file name and the collection; the class (`type`) is the classname and is
@@ -41,8 +41,7 @@ def parse_xunit(path: str) -> list[TestOutcome]:
                 date, time = elem.get("run-date"), elem.get("run-time")
                 executed_at = to_utc_iso(f"{date}T{time}") if date and time else None
             elif tag == "collection":
-                name = (elem.get("name") or "").strip()
-                collection = (name,) if name else ()
+                collection = _collection(elem.get("name"))
             stack.append(elem)
             continue
         stack.pop()
@@ -89,6 +88,8 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], executed_at: str | None, pa
             line = first_line(message)
             outcome.error_message = (f"{kind}: {line}" if kind and line and kind not in line else line or kind) or None
             outcome.error_stack = cap("\n\n".join(t for t in (message, trace) if t)) or None
+            if kind and "Xunit.Sdk." not in kind and "Assert" not in kind:
+                outcome.status = status = "BROKEN"  # an exception, not a failed assertion
         elif tag == "reason" and status == "SKIPPED":
             reason = first_line("".join(child.itertext()))
             if reason:
@@ -103,11 +104,22 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], executed_at: str | None, pa
                 if value and os.path.splitext(value)[1]:
                     outcome.attachments.append((attachment.get("name") or os.path.basename(value),
                                                 resolve_path(base, value)))
+    if status == "FAILED" and not outcome.error_message and outcome.error_stack:
+        # jest-xunit writes the failure into <output> only
+        outcome.error_message = first_line(outcome.error_stack.removeprefix("--- output ---")) or None
     outcome.tags = tuple(dict.fromkeys(tags))
     outcome.service_properties = tuple(services)
     if status == "UNKNOWN" and raw:
         outcome.notes.append(f"xUnit result: {raw}")
     return outcome
+
+
+def _collection(raw: str | None) -> tuple[str, ...]:
+    """xUnit's default collection per class says nothing the class does not; a path is cut to its file."""
+    name = (raw or "").strip()
+    if not name or name.startswith("Test collection for "):
+        return ()
+    return (name.replace("\\", "/").rsplit("/", 1)[-1],)
 
 
 def _error(elem: Any, assembly: tuple[str, ...], path: str) -> TestOutcome:
