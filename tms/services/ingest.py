@@ -60,10 +60,12 @@ def _build_rows(
     by_code: dict[str, Row],
     by_id: dict[str, Row],
     errors: dict[int, str],
+    result_ids: list[str | None],
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, tuple[str, str]], list[int], list[dict[str, Any]]]:
     """Row tuples of both tables, per-case state, unlinked counts by status and failed events.
 
-    Items naming an unknown case are added to ``errors`` (by index) and skipped.
+    Items naming an unknown case are added to ``errors`` (by index) and skipped; ``result_ids`` gets
+    the id of the result each stored item landed in (items of one case share their first row's id).
     """
     run_id, project_id = run["id"], run["project_id"]
     ids = new_ids(len(items))
@@ -85,6 +87,7 @@ def _build_rows(
         framework = item.framework or default_framework
         if case is None:
             result_id = ids[index]
+            result_ids[index] = result_id
             native_rows.append((
                 result_id, tenant_id, project_id, run_id, item.title, status, item.comment, item.bug_ticket_key,
                 item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack,
@@ -98,6 +101,7 @@ def _build_rows(
         previous = linked_state.get(case_id)
         result_id = ids[index] if previous is None else previous[0]
         linked_state[case_id] = (result_id, status)
+        result_ids[index] = result_id
         title = item.title or case["title"]
         linked_rows.append((
             result_id, tenant_id, run_id, case_id, case["code"], title, status, item.comment, item.bug_ticket_key,
@@ -128,8 +132,9 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     run_name = (body.run_name or "").strip() or now
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
+    result_ids: list[str | None] = [None] * len(items)
     rows = await off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
-                           errors)
+                           errors, result_ids)
     linked_rows, native_rows, linked_state, native_counts, failed = rows
 
     counts = native_counts
@@ -140,6 +145,7 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     answer = IngestAnswer(
         run_id=run_id, accepted=accepted, rejected=len(errors),
         errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+        result_ids=result_ids,
     )
     status_code = 207 if errors else 201
     answer_body = _encoder.encode(answer)
