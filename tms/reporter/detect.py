@@ -70,10 +70,10 @@ def detect(path: str) -> str | None:
         return _xml_root(text)
     if text.startswith(b"["):
         return CUCUMBER
+    if looks_like_gotest(text):
+        return GOTEST  # its first lines may be plain build output
     if not text.startswith(b"{"):
         return None
-    if looks_like_gotest(text):
-        return GOTEST
     if _CTRF.search(text[:4096]):
         return CTRF
     if _PLAYWRIGHT.match(text):

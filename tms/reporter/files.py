@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from tms.reporter.detect import CUCUMBER, FORMATS, JUNIT, detect
 from tms.reporter.model import ReportError
 
-__all__ = ["CUCUMBER", "FORMATS", "JUNIT", "NoReports", "Report", "classify", "expand"]
+__all__ = ["CUCUMBER", "FORMATS", "JUNIT", "NoReports", "Report", "classify", "detect", "expand"]
 _GLOB_CHARS = set("*?[")
 # what a directory is searched for (a file named outright may have any name)
 REPORT_EXTENSIONS = (".xml", ".json", ".trx", ".jsonl", ".ndjson")

@@ -60,6 +60,10 @@ def decode_json(path: str, data: bytes, kind: type[Any], what: str) -> Any:
         raise ReportError(path, f"not a valid {what} report: {exc}") from exc
     except msgspec.DecodeError as exc:
         raise json_error(path, data, exc) from exc
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1 if exc.object is data else None
+        raise ReportError(path, f"not UTF-8 text: {exc.reason} (a report in another encoding needs a BOM)",
+                          line) from exc
     except RecursionError as exc:  # belt and braces: msgspec has its own depth limit
         raise ReportError(path, "refused: JSON nested too deeply (possible nesting bomb)") from exc
 
