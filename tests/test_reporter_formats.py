@@ -386,3 +386,15 @@ def test_gotest_truncated_line_names_it(tmp_path: Path) -> None:
     with pytest.raises(ReportError) as caught:
         PARSERS["gotest"](str(stream))
     assert caught.value.line == 2 and "cut short" in caught.value.reason
+
+
+def test_junit_attachment_lines_in_system_out(tmp_path: Path) -> None:
+    (tmp_path / "shots").mkdir()
+    (tmp_path / "shots" / "login.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    report = tmp_path / "junit.xml"
+    report.write_text('<testsuite name="s"><testcase classname="C" name="login"><failure message="x"/>'
+                      "<system-out>step 1\n[[ATTACHMENT|shots/login.png]]\n"
+                      "[[ATTACHMENT|/elsewhere/ci/shots/login.png]]</system-out></testcase></testsuite>")
+    [outcome] = PARSERS["junit"](str(report))
+    expected = str(tmp_path / "shots" / "login.png")
+    assert outcome.attachments == [("login.png", expected), ("login.png", expected)]  # the 2nd found by its tail

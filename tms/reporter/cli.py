@@ -223,8 +223,9 @@ def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | Non
     return None
 
 
+# every format but Allure, whose result files are read together (tms.reporter.allure)
 PARSERS: dict[str, Callable[[str], list[TestOutcome]]] = {
-    CUCUMBER: parse_cucumber, CTRF: parse_ctrf, PLAYWRIGHT: parse_playwright, TRX: parse_trx,
+    JUNIT: parse_junit, CUCUMBER: parse_cucumber, CTRF: parse_ctrf, PLAYWRIGHT: parse_playwright, TRX: parse_trx,
     NUNIT: parse_nunit, XUNIT: parse_xunit, TESTNG: parse_testng, ROBOT: parse_robot, GOTEST: parse_gotest,
 }
 
