@@ -17,6 +17,7 @@ path: `suite` (a list, or a "a > b" string in older reporters). Tags: `tags`; a 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -149,10 +150,18 @@ def _attempts(test: _Test, outcome: TestOutcome) -> None:
 
 def _suite(raw: Any) -> tuple[str, ...]:
     if isinstance(raw, list):
-        return tuple(s.strip() for s in raw if isinstance(s, str) and s.strip())
+        try:
+            return _suite_of(tuple(raw))
+        except TypeError:
+            return _suite_of(tuple(s for s in raw if isinstance(s, str)))
     if isinstance(raw, str) and raw.strip():
-        return tuple(p.strip() for p in raw.split(" > ") if p.strip())
+        return _suite_of(tuple(raw.split(" > ")))
     return ()
+
+
+@lru_cache(maxsize=8192)  # one tuple per suite, shared by its tests
+def _suite_of(parts: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(s.strip() for s in parts if isinstance(s, str) and s.strip())
 
 
 def _short_name(name: str, suite: tuple[str, ...], file_path: Any) -> str:

@@ -24,7 +24,17 @@ from typing import Any
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, iter_xml, local, resolve_path, seconds_to_ms
+from tms.reporter.reading import (
+    cap,
+    child_text,
+    drop,
+    first_line,
+    local,
+    resolve_path,
+    seconds_to_ms,
+    xml_errors,
+    xml_events,
+)
 
 _SKIP_SUITES = {"Assembly", "ParameterizedMethod", "Theory", "GenericMethod", "Project"}
 _BROKEN_LABELS = {"error", "cancelled", "invalid"}
@@ -42,30 +52,33 @@ def parse_nunit(path: str) -> list[TestOutcome]:
     suites: list[_Suite] = []
     outcomes: list[TestOutcome] = []
     base = os.path.dirname(os.path.abspath(path))
-    for event, elem, tag in iter_xml(path, "NUnit"):
-        if event == "start":
-            if not stack and tag not in ("test-run", "test-suite"):
-                hint = " (NUnit 2 format: write NUnit 3 XML)" if tag == "test-results" else ""
-                raise ReportError(path, f"not an NUnit 3 report: root element <{tag}>{hint}", 1, not_a_report=True)
-            if tag == "test-suite":
-                above = suites[-1].path if suites else ()
-                name = (elem.get("name") or "").strip()
-                keep = name and elem.get("type") not in _SKIP_SUITES
-                suites.append(_Suite((*above, name) if keep else above))
-            stack.append(elem)
-            continue
-        stack.pop()
-        parent = stack[-1] if stack else None
-        if tag == "properties" and parent is not None and local(parent.tag) == "test-suite" and suites:
-            categories, services = _properties(elem)
-            suites[-1].categories.extend(categories)
-            suites[-1].services.extend(services)
-        elif tag == "test-case":
-            outcomes.append(_outcome(elem, suites, path, base))
-            drop(elem, parent)
-        elif tag == "test-suite":
-            suites.pop()
-            drop(elem, parent)
+    with xml_errors(path, "NUnit"):
+        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        for event, elem in xml_events(path):
+            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
+            if event == "start":
+                if not stack and tag not in ("test-run", "test-suite"):
+                    hint = " (NUnit 2 format: write NUnit 3 XML)" if tag == "test-results" else ""
+                    raise ReportError(path, f"not an NUnit 3 report: root element <{tag}>{hint}", 1, not_a_report=True)
+                if tag == "test-suite":
+                    above = suites[-1].path if suites else ()
+                    name = (elem.get("name") or "").strip()
+                    keep = name and elem.get("type") not in _SKIP_SUITES
+                    suites.append(_Suite((*above, name) if keep else above))
+                stack.append(elem)
+                continue
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "properties" and parent is not None and local(parent.tag) == "test-suite" and suites:
+                categories, services = _properties(elem)
+                suites[-1].categories.extend(categories)
+                suites[-1].services.extend(services)
+            elif tag == "test-case":
+                outcomes.append(_outcome(elem, suites, path, base))
+                drop(elem, parent)
+            elif tag == "test-suite":
+                suites.pop()
+                drop(elem, parent)
     return outcomes
 
 

@@ -16,7 +16,9 @@ import codecs
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 from xml.etree.ElementTree import ParseError
@@ -87,12 +89,16 @@ def json_error(path: str, data: bytes, exc: Exception) -> ReportError:
     return ReportError(path, message, line)
 
 
-def iter_xml(path: str, what: str) -> Iterator[tuple[str, Any, str]]:
-    """(event, element, local tag name) for "start" and "end", every parse failure as a ReportError."""
+def xml_events(path: str) -> Any:
+    """iterparse's ("start"/"end", element) pairs, defused. Read it inside `xml_errors`."""
+    return iterparse(path, events=("start", "end"))
+
+
+@contextlib.contextmanager
+def xml_errors(path: str, what: str) -> Iterator[None]:
+    """Every XML parse failure inside the block as a ReportError naming the file, line and reason."""
     try:
-        for event, elem in iterparse(path, events=("start", "end")):
-            tag = elem.tag
-            yield event, elem, tag.rsplit("}", 1)[-1] if "}" in tag else tag
+        yield
     except DefusedXmlException as exc:
         raise ReportError(path, f"refused: {type(exc).__name__}: the {what} report declares XML entities or "
                                 "external references, which a test report never needs (possible XML bomb)") from exc
@@ -143,6 +149,7 @@ def strip_ansi(text: str | None) -> str:
     return _ANSI.sub("", text) if text and "\x1b" in text else (text or "")
 
 
+@lru_cache(maxsize=8192)
 def as_tag(value: str) -> str | None:
     """A tag, label or category value as "@value", so mapping finds `@service('X')` and `service('X')`."""
     value = value.strip()
@@ -152,21 +159,35 @@ def as_tag(value: str) -> str | None:
 
 
 def tags_of(values: Any) -> tuple[str, ...]:
-    found = [as_tag(v) for v in values or () if isinstance(v, str)]
+    if not values:
+        return ()
+    try:
+        return _tags_of(tuple(values))
+    except TypeError:  # an unhashable value (a JSON object where a tag belongs): keep the strings
+        return _tags_of(tuple(v for v in values if isinstance(v, str)))
+
+
+@lru_cache(maxsize=8192)  # most tests of a report share their few tags
+def _tags_of(values: tuple[Any, ...]) -> tuple[str, ...]:
+    found = [as_tag(v) for v in values if isinstance(v, str)]
     return tuple(dict.fromkeys(t for t in found if t))
 
 
 def ms_to_iso(value: Any) -> str | None:
     """Milliseconds since the epoch as ISO 8601 UTC with Z."""
-    from datetime import UTC, datetime
-
-    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 253402300800000:
         return None
+    ms = int(value)
+    second = _second_iso(ms // 1000)
+    return f"{second}.{ms % 1000:03d}Z" if second else None
+
+
+@lru_cache(maxsize=4096)  # tests of a run share their seconds
+def _second_iso(second: int) -> str | None:
     try:
-        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
     except (OverflowError, OSError, ValueError):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def non_negative_ms(value: Any) -> int | None:

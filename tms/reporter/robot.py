@@ -22,7 +22,7 @@ from typing import Any
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, drop, first_line, iter_xml, local, seconds_to_ms
+from tms.reporter.reading import cap, drop, first_line, local, seconds_to_ms, xml_errors, xml_events
 
 _STATUS = {"PASS": "PASSED", "FAIL": "FAILED", "SKIP": "SKIPPED", "NOT RUN": "SKIPPED", "NOT_RUN": "SKIPPED"}
 # the RetryFailed listener rewrites a retried test's message: "[RETRY] PASS on 1. retry."
@@ -35,26 +35,30 @@ def parse_robot(path: str) -> list[TestOutcome]:
     stack: list[Any] = []
     suites: list[str] = []
     outcomes: list[TestOutcome] = []
-    for event, elem, tag in iter_xml(path, "Robot Framework"):
-        if event == "start":
-            if not stack and tag != "robot":
-                raise ReportError(path, f"not a Robot Framework output.xml: root element <{tag}>", 1, not_a_report=True)
-            if tag == "suite":
-                suites.append((elem.get("name") or "").strip())
-            stack.append(elem)
-            continue
-        stack.pop()
-        parent = stack[-1] if stack else None
-        if tag == "test":
-            outcomes.append(_outcome(elem, tuple(s for s in suites if s), path))
-            drop(elem, parent)
-        elif tag == "suite":
-            suites.pop()
-            drop(elem, parent)
-        elif tag == "msg" and parent is not None and local(parent.tag) != "errors":
-            drop(elem, parent)  # keyword log lines: never read, often most of the file
-        elif tag in ("statistics", "errors"):
-            drop(elem, parent)
+    with xml_errors(path, "Robot Framework"):
+        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        for event, elem in xml_events(path):
+            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
+            if event == "start":
+                if not stack and tag != "robot":
+                    raise ReportError(path, f"not a Robot Framework output.xml: root element <{tag}>", 1,
+                                      not_a_report=True)
+                if tag == "suite":
+                    suites.append((elem.get("name") or "").strip())
+                stack.append(elem)
+                continue
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "test":
+                outcomes.append(_outcome(elem, tuple(s for s in suites if s), path))
+                drop(elem, parent)
+            elif tag == "suite":
+                suites.pop()
+                drop(elem, parent)
+            elif tag == "msg" and parent is not None and local(parent.tag) != "errors":
+                drop(elem, parent)  # keyword log lines: never read, often most of the file
+            elif tag in ("statistics", "errors"):
+                drop(elem, parent)
     return outcomes
 
 

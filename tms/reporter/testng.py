@@ -21,7 +21,7 @@ from typing import Any
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, iter_xml, local, text_of
+from tms.reporter.reading import cap, child_text, drop, first_line, local, text_of, xml_errors, xml_events
 
 _STATUS = {"PASS": "PASSED", "FAIL": "FAILED", "SKIP": "SKIPPED"}
 
@@ -34,47 +34,50 @@ def parse_testng(path: str) -> list[TestOutcome]:
     groups: dict[str, list[str]] = {}  # "class.method" -> group names
     last: dict[tuple[Any, ...], TestOutcome] = {}  # the latest outcome of each test, to spot retries
     skip_errors: dict[int, tuple[str | None, str | None]] = {}
-    for event, elem, tag in iter_xml(path, "TestNG"):
-        if event == "start":
-            if not stack and tag != "testng-results":
-                raise ReportError(path, f"not a TestNG report: root element <{tag}>", 1, not_a_report=True)
-            if tag in ("suite", "test"):
-                suite.append((elem.get("name") or "").strip())
+    with xml_errors(path, "TestNG"):
+        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        for event, elem in xml_events(path):
+            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
+            if event == "start":
+                if not stack and tag != "testng-results":
+                    raise ReportError(path, f"not a TestNG report: root element <{tag}>", 1, not_a_report=True)
+                if tag in ("suite", "test"):
+                    suite.append((elem.get("name") or "").strip())
+                elif tag == "class":
+                    classname = (elem.get("name") or "").strip() or None
+                stack.append(elem)
+                continue
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "group":
+                name = (elem.get("name") or "").strip()
+                for method in elem:
+                    if local(method.tag) == "method" and name:
+                        key = f"{method.get('class') or ''}.{method.get('name') or ''}"
+                        groups.setdefault(key, []).append(name)
+                drop(elem, parent)
+            elif tag == "test-method":
+                outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path, skip_errors)
+                if outcome is not None:
+                    key = (outcome.suite_path, outcome.classname, outcome.name)
+                    earlier = last.get(key)
+                    if earlier is not None and earlier.status == "SKIPPED" and id(earlier) in skip_errors:
+                        # TestNG 6 writes a retried attempt as a SKIP carrying the failure: it failed
+                        earlier.status = "FAILED"
+                        earlier.error_message, earlier.error_stack = skip_errors[id(earlier)]
+                        earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")]
+                    last[key] = outcome
+                    outcomes.append(outcome)
+                drop(elem, parent)
+            elif tag in ("suite", "test"):
+                if suite:
+                    suite.pop()
+                if tag == "suite":
+                    groups.clear()
+                drop(elem, parent)
             elif tag == "class":
-                classname = (elem.get("name") or "").strip() or None
-            stack.append(elem)
-            continue
-        stack.pop()
-        parent = stack[-1] if stack else None
-        if tag == "group":
-            name = (elem.get("name") or "").strip()
-            for method in elem:
-                if local(method.tag) == "method" and name:
-                    key = f"{method.get('class') or ''}.{method.get('name') or ''}"
-                    groups.setdefault(key, []).append(name)
-            drop(elem, parent)
-        elif tag == "test-method":
-            outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path, skip_errors)
-            if outcome is not None:
-                key = (outcome.suite_path, outcome.classname, outcome.name)
-                earlier = last.get(key)
-                if earlier is not None and earlier.status == "SKIPPED" and id(earlier) in skip_errors:
-                    # TestNG 6 writes a retried attempt as a SKIP carrying the failure: it failed
-                    earlier.status = "FAILED"
-                    earlier.error_message, earlier.error_stack = skip_errors[id(earlier)]
-                    earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")]
-                last[key] = outcome
-                outcomes.append(outcome)
-            drop(elem, parent)
-        elif tag in ("suite", "test"):
-            if suite:
-                suite.pop()
-            if tag == "suite":
-                groups.clear()
-            drop(elem, parent)
-        elif tag == "class":
-            classname = None
-            drop(elem, parent)
+                classname = None
+                drop(elem, parent)
     return outcomes
 
 

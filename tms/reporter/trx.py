@@ -27,7 +27,7 @@ from typing import Any
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, iter_xml, local, resolve_path
+from tms.reporter.reading import cap, child_text, drop, first_line, local, resolve_path, xml_errors, xml_events
 
 _STATUS = {
     "passed": "PASSED", "passedbutrunaborted": "PASSED", "warning": "PASSED",
@@ -51,22 +51,25 @@ def parse_trx(path: str) -> list[TestOutcome]:
     found: list[tuple[str | None, TestOutcome]] = []
     definitions: dict[str, _Definition] = {}
     deployment: str | None = None
-    for event, elem, tag in iter_xml(path, "TRX"):
-        if event == "start":
-            if not stack and tag != "TestRun":
-                raise ReportError(path, f"not a TRX report: root element <{tag}>", 1, not_a_report=True)
-            stack.append(elem)
-            continue
-        stack.pop()
-        parent = stack[-1] if stack else None
-        if tag == "Deployment":
-            deployment = elem.get("runDeploymentRoot") or deployment
-        elif tag == "UnitTestResult" and parent is not None and local(parent.tag) == "Results":
-            found.extend(_results(elem, path))
-            drop(elem, parent)
-        elif tag == "UnitTest":
-            definitions[elem.get("id") or ""] = _definition(elem)
-            drop(elem, parent)
+    with xml_errors(path, "TRX"):
+        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        for event, elem in xml_events(path):
+            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
+            if event == "start":
+                if not stack and tag != "TestRun":
+                    raise ReportError(path, f"not a TRX report: root element <{tag}>", 1, not_a_report=True)
+                stack.append(elem)
+                continue
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "Deployment":
+                deployment = elem.get("runDeploymentRoot") or deployment
+            elif tag == "UnitTestResult" and parent is not None and local(parent.tag) == "Results":
+                found.extend(_results(elem, path))
+                drop(elem, parent)
+            elif tag == "UnitTest":
+                definitions[elem.get("id") or ""] = _definition(elem)
+                drop(elem, parent)
     base = os.path.dirname(os.path.abspath(path))
     outcomes = []
     for test_id, outcome in found:

@@ -20,7 +20,17 @@ from typing import Any
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, iter_xml, local, resolve_path, seconds_to_ms
+from tms.reporter.reading import (
+    cap,
+    child_text,
+    drop,
+    first_line,
+    local,
+    resolve_path,
+    seconds_to_ms,
+    xml_errors,
+    xml_events,
+)
 
 _STATUS = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED", "notrun": "SKIPPED"}
 
@@ -31,30 +41,33 @@ def parse_xunit(path: str) -> list[TestOutcome]:
     assembly: tuple[str, ...] = ()
     collection: tuple[str, ...] = ()
     executed_at: str | None = None
-    for event, elem, tag in iter_xml(path, "xUnit.net"):
-        if event == "start":
-            if not stack and tag not in ("assemblies", "assembly"):
-                raise ReportError(path, f"not an xUnit.net v2 report: root element <{tag}>", 1, not_a_report=True)
-            if tag == "assembly":
-                name = (elem.get("name") or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
-                assembly = (name,) if name else ()
-                date, time = elem.get("run-date"), elem.get("run-time")
-                executed_at = to_utc_iso(f"{date}T{time}") if date and time else None
+    with xml_errors(path, "xUnit.net"):
+        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        for event, elem in xml_events(path):
+            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
+            if event == "start":
+                if not stack and tag not in ("assemblies", "assembly"):
+                    raise ReportError(path, f"not an xUnit.net v2 report: root element <{tag}>", 1, not_a_report=True)
+                if tag == "assembly":
+                    name = (elem.get("name") or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+                    assembly = (name,) if name else ()
+                    date, time = elem.get("run-date"), elem.get("run-time")
+                    executed_at = to_utc_iso(f"{date}T{time}") if date and time else None
+                elif tag == "collection":
+                    collection = _collection(elem.get("name"))
+                stack.append(elem)
+                continue
+            stack.pop()
+            parent = stack[-1] if stack else None
+            if tag == "test":
+                outcomes.append(_outcome(elem, (*assembly, *collection), executed_at, path))
+                drop(elem, parent)
             elif tag == "collection":
-                collection = _collection(elem.get("name"))
-            stack.append(elem)
-            continue
-        stack.pop()
-        parent = stack[-1] if stack else None
-        if tag == "test":
-            outcomes.append(_outcome(elem, (*assembly, *collection), executed_at, path))
-            drop(elem, parent)
-        elif tag == "collection":
-            collection = ()
-            drop(elem, parent)
-        elif tag == "error" and parent is not None and local(parent.tag) == "errors":
-            outcomes.append(_error(elem, assembly, path))
-            drop(elem, parent)
+                collection = ()
+                drop(elem, parent)
+            elif tag == "error" and parent is not None and local(parent.tag) == "errors":
+                outcomes.append(_error(elem, assembly, path))
+                drop(elem, parent)
     return outcomes
 
 
@@ -68,9 +81,10 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], executed_at: str | None, pa
     outcome = TestOutcome(name=name, status=status, suite_path=suite_path, classname=classname,
                           duration_ms=seconds_to_ms(elem.get("time")), executed_at=executed_at,
                           framework="xunit", source=path)
+    if not len(elem):
+        return outcome  # the common case: a passed test with nothing inside
     tags: list[str] = []
     services: list[str] = []
-    base = os.path.dirname(os.path.abspath(path))
     for child in elem:
         tag = local(child.tag)
         if tag == "traits":
@@ -102,6 +116,7 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], executed_at: str | None, pa
             for attachment in child:
                 value = "".join(attachment.itertext()).strip()
                 if value and os.path.splitext(value)[1]:
+                    base = os.path.dirname(os.path.abspath(path))
                     outcome.attachments.append((attachment.get("name") or os.path.basename(value),
                                                 resolve_path(base, value)))
     if status == "FAILED" and not outcome.error_message and outcome.error_stack:
