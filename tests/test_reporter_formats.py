@@ -398,3 +398,24 @@ def test_junit_attachment_lines_in_system_out(tmp_path: Path) -> None:
     [outcome] = PARSERS["junit"](str(report))
     expected = str(tmp_path / "shots" / "login.png")
     assert outcome.attachments == [("login.png", expected), ("login.png", expected)]  # the 2nd found by its tail
+
+
+@pytest.mark.parametrize("kind", sorted(XML_FORMATS))
+def test_external_entities_and_dtds_are_never_fetched(tmp_path: Path, kind: str) -> None:
+    root = XML_FORMATS[kind]
+    xxe = tmp_path / "xxe.xml"
+    xxe.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n{root}&e;')
+    with pytest.raises(ReportError, match="possible XML bomb"):
+        PARSERS[kind](str(xxe))
+    external = tmp_path / "dtd.xml"
+    external.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE r SYSTEM "http://127.0.0.1:9/evil.dtd">\n'
+                        f'{root}<x>&e;</x></{root[1:]}')
+    with pytest.raises(ReportError) as caught:  # the DTD is never loaded, so the entity stays undefined
+        PARSERS[kind](str(external))
+    assert caught.value.line == 3 and "undefined entity" in caught.value.reason
+    utf16 = tmp_path / "utf16.xml"
+    levels = '<!ENTITY a0 "lol"><!ENTITY a1 "&a0;&a0;&a0;">'
+    utf16.write_text(f'<?xml version="1.0" encoding="utf-16"?><!DOCTYPE r [{levels}]>{root[:-1]} n="&a1;"/>',
+                     encoding="utf-16")
+    with pytest.raises(ReportError, match="possible XML bomb"):
+        PARSERS[kind](str(utf16))
