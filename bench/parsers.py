@@ -5,7 +5,8 @@
 For each format a realistic report is generated (nested suites, 5% failures with a stack and output,
 3% errors, 4% skips, 2% retried tests, a `@service` tag on every tenth test), then read in a fresh
 subprocess that reports its own wall time and peak RSS (VmHWM): detection, parse, retry folding and
-mapping to ingest items, as `tms ingest` does before sending. Targets: < 2 s and < 150 MB for
+mapping to ingest items, as `tms ingest` does before sending. The JUnit row (issue 6's parser, which
+met these targets on a quiet machine) calibrates a loaded one. Targets: < 2 s and < 150 MB for
 50,000 tests; < 1 s for a 100-file Allure results directory. --append records the table in
 bench/README.md under "## Report formats (issue 16)".
 """
@@ -267,8 +268,16 @@ def gen_gotest(path: Path, count: int) -> None:
             out.write(f'{{{base},"Action":"{action[k]}","Elapsed":0.01}}\n')
 
 
+def gen_junit(path: Path, count: int) -> None:
+    """The issue-6 JUnit report (bench/reporter.py): a calibration row, its parser met the targets."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from reporter import generate  # type: ignore[import-not-found]
+
+    generate(path, count)
+
+
 GENERATORS: dict[str, Callable[[Path, int], None]] = {
-    "ctrf": gen_ctrf, "playwright": gen_playwright, "allure": gen_allure, "trx": gen_trx, "nunit": gen_nunit,
+    "junit": gen_junit, "ctrf": gen_ctrf, "playwright": gen_playwright, "allure": gen_allure, "trx": gen_trx, "nunit": gen_nunit,
     "xunit": gen_xunit, "testng": gen_testng, "robot": gen_robot, "gotest": gen_gotest,
 }
 

@@ -84,6 +84,9 @@ class _Result(msgspec.Struct):
     stop: Any = None
 
 
+_DECODER = msgspec.json.Decoder(_Result)  # built once: a results directory holds thousands of files
+
+
 def is_container(path: str) -> bool:
     return path.endswith("-container.json")
 
@@ -97,7 +100,7 @@ def parse_allure(paths: list[str]) -> tuple[list[TestOutcome], list[ReportError]
         if is_container(path):
             continue
         try:
-            result = decode_json(path, read_json_bytes(path), _Result, "Allure result")
+            result = decode_json(path, read_json_bytes(path), _DECODER, "Allure result")
             outcome = _outcome(result, path)
         except ReportError as exc:
             errors.append(exc)
