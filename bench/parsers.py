@@ -277,8 +277,8 @@ def gen_junit(path: Path, count: int) -> None:
 
 
 GENERATORS: dict[str, Callable[[Path, int], None]] = {
-    "junit": gen_junit, "ctrf": gen_ctrf, "playwright": gen_playwright, "allure": gen_allure, "trx": gen_trx, "nunit": gen_nunit,
-    "xunit": gen_xunit, "testng": gen_testng, "robot": gen_robot, "gotest": gen_gotest,
+    "junit": gen_junit, "ctrf": gen_ctrf, "playwright": gen_playwright, "allure": gen_allure, "trx": gen_trx,
+    "nunit": gen_nunit, "xunit": gen_xunit, "testng": gen_testng, "robot": gen_robot, "gotest": gen_gotest,
 }
 
 
