@@ -47,7 +47,7 @@ from tms.reporter.mapping import to_items
 from tms.reporter.model import fold_retries
 baseline = peak_mb()
 path = sys.argv[1]
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 if os.path.isdir(path):
     files = sorted(glob.glob(os.path.join(path, "*.json")))
     kinds = {detect(f) for f in files}
@@ -59,6 +59,7 @@ parsed = time.perf_counter()
 items = to_items(fold_retries(outcomes))
 done = time.perf_counter()
 print(json.dumps({"tests": len(outcomes), "results": len(items), "parse_s": parsed - start,
+                  "cpu_s": time.process_time() - cpu,
                   "total_s": done - start, "baseline_mb": baseline, "peak_mb": peak_mb()}))
 """
 
@@ -276,6 +277,21 @@ def gen_junit(path: Path, count: int) -> None:
     generate(path, count)
 
 
+def gen_robot_big(path: Path, count: int) -> None:
+    """A 100 MB Robot output.xml of 2,000 tests whose keywords log 50 kB each: memory must not follow
+    the file's size (keyword logs are dropped as they end)."""
+    chunk = "x" * 1000
+
+    def test(n: int) -> str:
+        logs = "".join(f'<msg time="2026-11-23T10:00:00" level="INFO">{chunk}</msg>' for _ in range(50))
+        return (f'<test name="t{n}"><kw name="Log Many" owner="BuiltIn">{logs}'
+                '<status status="PASS" start="2026-11-23T10:00:00" elapsed="0.001"/></kw>'
+                '<status status="PASS" start="2026-11-23T10:00:00" elapsed="0.01"></status></test>\n')
+
+    _xml(path, '<?xml version="1.0"?>\n<robot generator="Robot 7.5"><suite name="Shop">', test,
+         "</suite></robot>\n", count)
+
+
 GENERATORS: dict[str, Callable[[Path, int], None]] = {
     "junit": gen_junit, "ctrf": gen_ctrf, "playwright": gen_playwright, "allure": gen_allure, "trx": gen_trx,
     "nunit": gen_nunit, "xunit": gen_xunit, "testng": gen_testng, "robot": gen_robot, "gotest": gen_gotest,
@@ -305,23 +321,25 @@ def main() -> int:
     cases = [(kind, args.tests) for kind in kinds]
     if "allure" in kinds:
         cases.append(("allure", 100))
-    lines = [f"| format | tests | size | parse (best of {args.runs}) | parse + fold + map | peak RSS | target |",
+    if "robot" in kinds:
+        cases.append(("robot-100mb", 2_000))
+    lines = [f"| format | tests | size | parse (best of {args.runs}) | parse + fold + map (CPU) | peak RSS | target |",
              "|---|---|---|---|---|---|---|"]
     missed = 0
     for kind, count in cases:
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / ("allure-results" if kind == "allure" else f"report.{kind}")
-            GENERATORS[kind](report, count)
+            (gen_robot_big if kind == "robot-100mb" else GENERATORS[kind])(report, count)
             size = size_of(report) / 1e6
             runs = [measure(report) for _ in range(args.runs)]
         best = min(runs, key=lambda r: r["total_s"])
         peak = max(r["peak_mb"] for r in runs)
-        limit = 1.0 if count <= 100 else 2.0
+        limit = 1.0 if kind == "allure" and count <= 100 else 2.0
         ok = best["total_s"] < limit and peak < 150
         missed += not ok
         label = f"{kind} ({count} files)" if kind == "allure" else kind
         lines.append(f"| {label} | {best['tests']:,} | {size:.1f} MB | {best['parse_s']:.2f} s | "
-                     f"{best['total_s']:.2f} s | {peak:.0f} MB | < {limit:.0f} s, < 150 MB: "
+                     f"{best['total_s']:.2f} s ({best['cpu_s']:.2f} s) | {peak:.0f} MB | < {limit:.0f} s, < 150 MB: "
                      f"{'met' if ok else 'MISSED'} |")
         print(lines[-1], flush=True)
     load = os.getloadavg()[0]

@@ -32,33 +32,38 @@ _KEYWORDS = {"kw", "for", "iter", "if", "branch", "try", "while", "group", "retu
 
 
 def parse_robot(path: str) -> list[TestOutcome]:
-    stack: list[Any] = []
-    suites: list[str] = []
+    # no stack of every open element: only the suites are tracked (a test's parent is the innermost
+    # one), keyword log lines are emptied where they stand and go with their test
+    root: Any = None
+    suites: list[Any] = []
+    path_of: list[tuple[str, ...]] = [()]
     outcomes: list[TestOutcome] = []
     with xml_errors(path, "Robot Framework"):
         names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
         for event, elem in xml_events(path):
             tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
             if event == "start":
-                if not stack and tag != "robot":
-                    raise ReportError(path, f"not a Robot Framework output.xml: root element <{tag}>", 1,
-                                      not_a_report=True)
-                if tag == "suite":
-                    suites.append((elem.get("name") or "").strip())
-                stack.append(elem)
+                if root is None:
+                    if tag != "robot":
+                        raise ReportError(path, f"not a Robot Framework output.xml: root element <{tag}>", 1,
+                                          not_a_report=True)
+                    root = elem
+                elif tag == "suite":
+                    name = (elem.get("name") or "").strip()
+                    suites.append(elem)
+                    path_of.append((*path_of[-1], name) if name else path_of[-1])
                 continue
-            stack.pop()
-            parent = stack[-1] if stack else None
-            if tag == "test":
-                outcomes.append(_outcome(elem, tuple(s for s in suites if s), path))
-                drop(elem, parent)
+            if tag == "msg":
+                elem.clear()  # keyword log lines: never read, often most of the file
+            elif tag == "test":
+                outcomes.append(_outcome(elem, path_of[-1], path))
+                drop(elem, suites[-1] if suites else None)
             elif tag == "suite":
                 suites.pop()
-                drop(elem, parent)
-            elif tag == "msg" and parent is not None and local(parent.tag) != "errors":
-                drop(elem, parent)  # keyword log lines: never read, often most of the file
+                path_of.pop()
+                drop(elem, suites[-1] if suites else root)
             elif tag in ("statistics", "errors"):
-                drop(elem, parent)
+                drop(elem, root)
     return outcomes
 
 

@@ -35,6 +35,7 @@ _STATUS = {
     "error": "BROKEN", "timeout": "BROKEN", "aborted": "BROKEN", "disconnected": "BROKEN",
     "notexecuted": "SKIPPED", "notrunnable": "SKIPPED", "pending": "SKIPPED",
 }
+_CONTAINERS = {"Results", "TestDefinitions", "InnerResults"}
 _DURATION = re.compile(r"^(?:(\d+)\.)?(\d+):(\d+):(\d+(?:\.\d+)?)$")
 
 
@@ -47,7 +48,9 @@ class _Definition:
 
 
 def parse_trx(path: str) -> list[TestOutcome]:
-    stack: list[Any] = []
+    # no stack of every open element: only the two containers whose children are read are tracked
+    root: Any = None
+    containers: list[Any] = []  # the open <Results>/<TestDefinitions>, and <InnerResults> inside a result
     found: list[tuple[str | None, TestOutcome]] = []
     definitions: dict[str, _Definition] = {}
     deployment: str | None = None
@@ -56,20 +59,24 @@ def parse_trx(path: str) -> list[TestOutcome]:
         for event, elem in xml_events(path):
             tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
             if event == "start":
-                if not stack and tag != "TestRun":
-                    raise ReportError(path, f"not a TRX report: root element <{tag}>", 1, not_a_report=True)
-                stack.append(elem)
+                if root is None:
+                    if tag != "TestRun":
+                        raise ReportError(path, f"not a TRX report: root element <{tag}>", 1, not_a_report=True)
+                    root = elem
+                elif tag in _CONTAINERS:
+                    containers.append((tag, elem))
                 continue
-            stack.pop()
-            parent = stack[-1] if stack else None
-            if tag == "Deployment":
-                deployment = elem.get("runDeploymentRoot") or deployment
-            elif tag == "UnitTestResult" and parent is not None and local(parent.tag) == "Results":
-                found.extend(_results(elem, path))
-                drop(elem, parent)
+            if tag == "UnitTestResult":
+                if containers and containers[-1][0] == "Results":  # not a data row inside InnerResults
+                    found.extend(_results(elem, path))
+                    drop(elem, containers[-1][1])
             elif tag == "UnitTest":
                 definitions[elem.get("id") or ""] = _definition(elem)
-                drop(elem, parent)
+                drop(elem, containers[-1][1] if containers else None)
+            elif tag in _CONTAINERS:
+                containers.pop()
+            elif tag == "Deployment":
+                deployment = elem.get("runDeploymentRoot") or deployment
     base = os.path.dirname(os.path.abspath(path))
     outcomes = []
     for test_id, outcome in found:
