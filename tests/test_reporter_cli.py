@@ -402,3 +402,12 @@ def test_every_ingest_option_and_exit_code_is_documented() -> None:
                 assert f"`{option}" in docs, f"{option} is not in docs/reporter.md"
     for code in range(5):
         assert f"\n| {code} | " in docs, f"exit status {code} is not in docs/reporter.md"
+
+
+def test_attachments_are_named_when_the_service_gives_no_result_ids(fake: FakeService) -> None:
+    report = ROOT / "tests" / "fixtures" / "playwright" / "playwright.json"
+    run = tms_ingest(str(report), "--project", "p1", url=fake.url)
+    assert run.code == 0, run.err  # skipped attachments never fail the job: the results are stored
+    assert [r.path for r in fake.requests] == ["/api/v1/ingest"]  # nothing uploaded blind
+    assert "attachments: 0 uploaded, 20 skipped" in run.out
+    assert "trace.zip: the service's answer names no result ids (an older service)" in run.out
