@@ -16,7 +16,7 @@ from tms.services.tokens import ApiPrincipal
     **requires("write"),
     summary="Create a COMPLETED run with all its results: 201 all accepted, 207 some rejected",
     request_max_body_size=MAX_WIRE_BYTES,
-    response_description="{run_id, accepted, rejected, errors: [{index, error}]}",
+    response_description="{run_id, accepted, rejected, errors: [{index, error}], result_ids: [id | null]}",
     description="JSON body `{project_id, run_name?, environment?, framework?, results: [Result]}`, optionally "
     "`Content-Encoding: gzip`; an `Idempotency-Key` header makes a retry return the first answer. "
     "Items naming neither `test_case_code` nor `test_case_id` are stored as unlinked results.",

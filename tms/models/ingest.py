@@ -31,3 +31,6 @@ class IngestAnswer(msgspec.Struct):
     accepted: int
     rejected: int
     errors: list[ItemError]
+    # per item of `results`, in order: the id of the result it was stored in (null when rejected);
+    # items naming one case share that case's result. Lets a client attach files to each result.
+    result_ids: list[str | None] = []
