@@ -50,6 +50,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
     ingest = commands.add_parser("ingest", help="parse JUnit XML / Cucumber JSON reports and post one ingest")
     add_ingest_arguments(ingest)
+
+    from tms.mcp.cli import add_mcp_arguments
+
+    mcp = commands.add_parser("mcp", help="MCP server on stdio: AI assistants read and write the library "
+                                          "through the API")
+    add_mcp_arguments(mcp)
     return parser
 
 
@@ -61,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         from tms.reporter.cli import run_ingest
 
         return run_ingest(args)
+    if args.command == "mcp":
+        # a client of the API like ingest: no server config, no database
+        from tms.mcp.cli import run_mcp
+
+        return run_mcp(args)
     try:
         config = load_config(find_config_file(args.config))
     except ConfigError as exc:
