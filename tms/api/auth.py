@@ -14,6 +14,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
+from tms.services.audit import Actor, acting_as
 from tms.services.tokens import ApiPrincipal, verify_token
 
 BEARER_SCHEME = "BearerToken"
@@ -36,6 +37,7 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         if principal is None:
             raise NotAuthorizedException("The token is invalid, revoked, or its tenant is suspended.")
         state.token_usage.mark(principal.token_id)
+        acting_as(Actor("token", principal.token_id, principal.token_name))
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 
