@@ -3,6 +3,7 @@ service's incoming-webhook body from a real server, signed like any delivery; fi
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import hmac
 import json
@@ -13,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Tenant, assert_problem
+from tests.browser_support import browser, page  # noqa: F401 (fixtures)
+from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on
 from tests.test_cases import new_case
 from tests.web_helpers import HTML, field_error, follow, input_value, text_of
 from tests.webhook_receiver import Receiver
@@ -265,3 +267,25 @@ def test_plain_subscription_still_posts_the_envelope(tenant: Tenant, receivers: 
     run_id = ingest(tenant, project["id"], "plain", [{"title": "t", "status": "PASSED"}])
     body = json.loads(receiver.wait_for(1)[0].body)
     assert set(body) == {"event", "timestamp", "tenant_id", "data"} and body["data"]["run_id"] == run_id
+
+
+def test_browser_preview_follows_the_chosen_format(server: ServerProcess, page: Any) -> None:  # noqa: F811
+    # Playwright's sync API runs an event loop in this thread: create the tenant in another one
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        tenant = pool.submit(make_tenant_on, server).result()
+    page.goto(f"{tenant.server.url}/login")
+    page.get_by_label("Email").fill(tenant.email)
+    page.get_by_label("Password").fill(tenant.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{tenant.server.url}/")
+    page.goto(f"{tenant.server.url}/settings/webhooks")
+    standard = page.locator('[data-preview-format="standard"]')
+    slack = page.locator('[data-preview-format="slack"]')
+    teams = page.locator('[data-preview-format="teams"]')
+    assert standard.is_visible() and not slack.is_visible()
+    page.get_by_label("Message format").select_option("slack")
+    assert slack.is_visible() and not standard.is_visible()
+    assert '"blocks"' in slack.inner_text()
+    page.get_by_label("Message format").select_option("teams")
+    assert teams.is_visible() and not slack.is_visible()
+    assert "AdaptiveCard" in teams.inner_text()
