@@ -18,24 +18,26 @@ from tests.conftest import ROOT, Tenant, assert_problem
 from tests.test_reporter_e2e import create_case, results_of
 from tests.webhook_receiver import Receiver
 
+# each test names its library case through a `service` property (pytest's record_property)
 SHARD_A = '''
-def test_login_service_SHOP_1():
-    """@service('SHOP-1')"""
+def test_login(record_property):
+    record_property("service", "SHOP-1")
 
 
 def test_search():
     assert 1 + 1 == 3, "search returned nothing"
 
 
-def test_checkout_service_SHOP_2():
+def test_checkout(record_property):
+    record_property("service", "SHOP-2")
     assert False, "card declined"
 '''
 SHARD_B = '''
 import pytest
 
 
-def test_profile_service_SHOP_3():
-    pass
+def test_profile(record_property):
+    record_property("service", "SHOP-3")
 
 
 @pytest.mark.skip(reason="export service down")
@@ -43,8 +45,8 @@ def test_export():
     pass
 
 
-def test_checkout_service_SHOP_2():
-    pass  # the rerun in this shard passes: the case's result in the run is replaced
+def test_checkout_again(record_property):
+    record_property("service", "SHOP-2")  # passes in this shard: the case's result in the run is replaced
 '''
 
 
@@ -57,21 +59,13 @@ def tms(tenant: Tenant, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def junit_of_real_pytest(tmp_path: Path, name: str, source: str) -> Path:
-    """Runs pytest on a small test module and returns the JUnit XML it wrote; the `@service` tags go
-    into the test names through a conftest that renames them (as a team's own conftest would)."""
+    """Runs the real pytest on a small test module; returns the JUnit XML it wrote."""
     directory = tmp_path / name
     directory.mkdir()
     (directory / f"test_{name}.py").write_text(source)
-    (directory / "conftest.py").write_text(
-        "import re\n"
-        "def pytest_collection_modifyitems(items):\n"
-        "    for item in items:\n"
-        "        match = re.search(r'_service_([A-Z]+)_([0-9]+)$', item.name)\n"
-        "        if match:\n"
-        "            item._nodeid += f\"[@service('{match.group(1)}-{match.group(2)}')]\"\n"
-    )
     report = directory / "junit.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                    "-o", "junit_family=xunit1",
                     "--rootdir", str(directory), f"--junitxml={report}", str(directory)],
                    cwd=directory, capture_output=True, text=True, timeout=120, check=False)
     assert report.exists()
