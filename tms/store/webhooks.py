@@ -158,6 +158,10 @@ async def insert_direct_delivery(
 # --- dispatcher ------------------------------------------------------------------------------------
 
 
+async def any_unfanned_event(db: Database) -> bool:
+    return bool(await db.fetch_value("SELECT EXISTS (SELECT 1 FROM events WHERE fanned_out = 0)"))
+
+
 async def unfanned_event_ids(tx: Transaction, limit: int) -> list[str]:
     rows = await tx.fetch_all(
         "SELECT id FROM events WHERE fanned_out = 0 ORDER BY created_at, id LIMIT ?", (limit,)
@@ -302,7 +306,7 @@ async def failed_tests(db: Database | Transaction, tenant_id: str, run_id: str, 
         " SELECT test_case_id, test_case_code, title, status FROM test_results"
         " WHERE run_id = ? AND tenant_id = ? AND status IN ('FAILED', 'BROKEN') LIMIT ?"
         ") UNION ALL SELECT * FROM ("
-        " SELECT NULL, NULL, title, status FROM native_test_results"
+        " SELECT NULL, NULL, title, status FROM unlinked_test_results"
         " WHERE run_id = ? AND tenant_id = ? AND status IN ('FAILED', 'BROKEN') LIMIT ?"
         ") LIMIT ?",
         (run_id, tenant_id, limit, run_id, tenant_id, limit, limit),
