@@ -214,3 +214,34 @@ def test_ci_snippets_are_valid_yaml_and_their_tms_commands_parse() -> None:
             parser.parse_args(shlex.split(command, comments=True)[1:])
         except SystemExit:
             pytest.fail(f"documented command does not parse: {command}")
+
+
+def test_concurrent_shards_naming_the_same_cases_count_each_case_once(tenant: Tenant) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = tenant.create_project()
+    codes = [f"SH-{n}" for n in range(1, 21)]
+    for code in codes:
+        create_case(tenant, project["id"], code)
+    run = tenant.api.post("/api/v1/runs", json={"project_id": project["id"], "name": "parallel"}).json()["data"]
+
+    def shard(number: int) -> int:
+        status = "FAILED" if number == 0 else "PASSED"
+        results = [{"test_case_code": code, "status": status} for code in codes]
+        results += [{"title": f"unlinked {number}-{n}", "status": "SKIPPED"} for n in range(5)]
+        with tenant.client() as client:
+            response = client.post("/api/v1/ingest", json={"project_id": project["id"], "run_id": run["id"],
+                                                           "results": results})
+        return response.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(shard, range(4))) == [201] * 4
+    counts = tenant.api.get(f"/api/v1/runs/{run['id']}").json()["data"]["counts"]
+    assert counts["total"] == 20 + 4 * 5 and counts["skipped"] == 20
+    assert counts["passed"] + counts["failed"] == 20
+    assert len(results_of(tenant, run["id"])) == 40
+
+    nothing = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "run_id": run["id"],
+                                                      "results": [{"test_case_code": "NOPE-1", "status": "PASSED"}]})
+    assert assert_problem(nothing, 400)["errors"][0]["field"] == "results[0]"
+    assert tenant.api.get(f"/api/v1/runs/{run['id']}").json()["data"]["counts"] == counts
