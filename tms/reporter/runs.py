@@ -145,7 +145,8 @@ def _send(url: str, token: str, method: str, path: str, body: dict[str, Any], *,
                     raise _Unreachable(f"{type(exc).__name__} (after {attempt} attempts)") from exc
             except httpx.TransportError as exc:
                 if not idempotent or attempt > retries:
-                    raise _Unreachable(f"{type(exc).__name__}: {exc}".rstrip(": ")) from exc
+                    sent = "" if idempotent else "; the request was sent, so the run may exist: see the project's runs"
+                    raise _Unreachable(f"{type(exc).__name__}: {exc}".rstrip(": ") + sent) from exc
             else:
                 if not (idempotent and (response.status_code == 429 or response.status_code >= 500)):
                     return response
