@@ -70,6 +70,9 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-name", help="display name of the run (default: a timestamp)")
     parser.add_argument("--environment", help="environment label of the run")
     parser.add_argument("--framework", help="framework label when the report does not name one")
+    parser.add_argument("--run-id", metavar="ID",
+                        help="add the results to this existing run (a shard; see `tms run create`) "
+                             "instead of creating a completed run")
     parser.add_argument("--url", help="service base URL (default: $TMS_URL)")
     parser.add_argument("--token", help="API token with write scope (default: $TMS_TOKEN)")
     parser.add_argument("--dry-run", action="store_true",
@@ -207,6 +210,8 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
 def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | None:
     if not args.project.strip():
         return "--project must name a project id"
+    if args.run_id is not None and (not args.run_id.strip() or args.run_name or args.environment):
+        return "--run-id must name a run, and takes no --run-name or --environment: the run already has them"
     if args.retries < 0 or args.retry_backoff < 0 or args.timeout <= 0:
         return "--retries and --retry-backoff must be >= 0, --timeout > 0"
     if args.dry_run and not (url and token):
@@ -283,6 +288,8 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
 
 def _payload(args: argparse.Namespace, items: list[Item]) -> dict[str, Any]:
     payload: dict[str, Any] = {"project_id": args.project.strip()}
+    if args.run_id:
+        payload["run_id"] = args.run_id.strip()
     if args.run_name:
         payload["run_name"] = args.run_name
     if args.environment:
@@ -392,7 +399,9 @@ def _refused(reply: Reply, console: Console, args: argparse.Namespace) -> int:
     hint = {
         401: "the token is missing, malformed, revoked or unknown: check TMS_TOKEN",
         403: "the token lacks the write scope",
-        404: f"no project {args.project!r} in this token's tenant",
+        404: f"no project {args.project!r} in this token's tenant"
+             + (f", or no run {args.run_id!r} in that project" if args.run_id else ""),
+        409: "the run is completed: shards must be ingested before `tms run complete`" if args.run_id else None,
         413: "the request is too large for the service: split the reports into several runs",
     }.get(reply.status_code)
     if 300 <= reply.status_code < 400:

@@ -17,7 +17,7 @@ from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, retest
+from tms.services import events, retest, shards
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.result_rows import (
     STATUS_INDEX,
@@ -172,6 +172,10 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     body, items, item_errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
     if not items:
         raise InvalidInput("results must hold at least one result", field="results")
+    if body.run_id is not None:
+        # a shard: into an existing run, which stays open (tms.services.shards)
+        outcome = await shards.ingest_into_run(db, tenant_id, body, items, item_errors, key, request_sha256)
+        return outcome if isinstance(outcome, tuple) else await _replay(outcome, request_sha256)
     await require_project(db, tenant_id, body.project_id)
     cases = await resolve_cases(db, tenant_id, items)
 
