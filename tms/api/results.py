@@ -11,10 +11,18 @@ from tms.services import results as result_service
 from tms.services.tokens import ApiPrincipal
 
 
-@get("/runs/{run_id:str}/results", **requires("read"), summary="Every result of a run, linked and unlinked")
-async def list_results(request: Request[ApiPrincipal, str, object], run_id: str) -> ResultList:
-    results = await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id)
-    return ResultList(data=results)
+@get(
+    "/runs/{run_id:str}/results",
+    **requires("read"),
+    summary="The results of a run, linked and unlinked, a page at a time (limit/offset)",
+    description="Linked results first, then unlinked ones (`test_case_id`/`test_case_code` null), each in the "
+    "order they were stored. `limit` defaults to 500 and is clamped to 5,000; `pagination.total` counts "
+    "every result of the run.",
+)
+async def list_results(
+    request: Request[ApiPrincipal, str, object], run_id: str, limit: int | None = None, offset: int | None = None
+) -> ResultList:
+    return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset)
 
 
 @post(
