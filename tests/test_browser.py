@@ -82,6 +82,13 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     page.get_by_role("button", name="Mark Web shop active").click()
     assert page.get_by_text("“Web shop” is now the active project.").is_visible()
     shot(page, "projects")
+    # the project id CI needs is on the page, copied with its button (wired by /static/app.js)
+    page.get_by_role("button", name="Copy the project id of Web shop").click()
+    page.wait_for_function("() => document.querySelector('.project-id button').textContent === 'Copied'")
+    copied_project_id = page.evaluate("navigator.clipboard.readText()")
+    assert re.fullmatch(r"c[a-z0-9]{24}", copied_project_id)
+    page.get_by_text("Send test results from CI").click()
+    assert page.get_by_text(f"tms ingest --url {base} --project {copied_project_id} reports/").is_visible()
 
     # a test case: broken Gherkin is refused with the line marked, the input kept
     page.get_by_role("link", name="Test cases").click()
@@ -127,7 +134,8 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
 
         # CI ingests with the copied token: one linked, one unlinked result, and a screenshot
         api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {copied}"}, timeout=30)
-        project_id = api.get("/api/v1/projects").json()["data"][0]["id"]
+        project_id = copied_project_id
+        assert api.get("/api/v1/projects").json()["data"][0]["id"] == project_id
         ingest = api.post("/api/v1/ingest", json={
             "project_id": project_id, "run_name": "Nightly #1", "environment": "staging", "framework": "pytest",
             "results": [

@@ -27,6 +27,7 @@ from tms.reporter.files import CUCUMBER, NoReports, classify, expand
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
 from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries
+from tms.reporter.projects import ProjectNotResolved, resolve_project
 from tms.reporter.upload import NetworkFailure, Reply, compress, post_ingest
 
 EXIT_OK = 0
@@ -38,7 +39,8 @@ EXIT_NETWORK = 4
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="report files, directories or globs")
-    parser.add_argument("--project", required=True, metavar="ID", help="project id the run is created in")
+    parser.add_argument("--project", required=True, metavar="ID|NAME",
+                        help="the project the run is created in: its id (Projects page) or its name")
     parser.add_argument("--run-name", help="display name of the run (default: a timestamp)")
     parser.add_argument("--environment", help="environment label of the run")
     parser.add_argument("--framework", help="framework label when the report does not name one")
@@ -144,6 +146,16 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
         console.err(f"tms ingest: error: no test found in {len(parsed)} report(s): {', '.join(parsed) or '-'}")
         return EXIT_FAILED
 
+    if url and token:
+        try:
+            resolved = resolve_project(url, token, args.project, args.timeout)
+        except ProjectNotResolved as exc:
+            console.err(f"tms ingest: error: {exc}")
+            return EXIT_NETWORK if exc.network else EXIT_FAILED
+        if resolved.looked_up:
+            console.debug(f"project {args.project.strip()!r} is {resolved.project_id}")
+        args.project = resolved.project_id
+
     items = to_items(outcomes)
     payload = _payload(args, items)
     summary = _summary(args, files=parsed, outcomes=outcomes, items=items)
@@ -165,7 +177,7 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
 
 def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | None:
     if not args.project.strip():
-        return "--project must name a project id"
+        return "--project must name a project (its id or its name)"
     if args.retries < 0 or args.retry_backoff < 0 or args.timeout <= 0:
         return "--retries and --retry-backoff must be >= 0, --timeout > 0"
     if args.dry_run and not (url and token):
