@@ -1,4 +1,4 @@
-"""Bodies of the internal /api/webhooks API (docs/api.md, "Session API: /api/webhooks")."""
+"""Bodies of the internal /api/webhooks API (docs/webhooks.md, "Managing subscriptions")."""
 
 from __future__ import annotations
 
