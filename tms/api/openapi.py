@@ -200,6 +200,7 @@ def _finish_operation(path: str, method: str, operation: dict[str, Any],
         operation["requestBody"] = {"required": True, "content": content}
     for parameter in operation.get("parameters", []):
         _bound_parameter(key[1], parameter)
+    _fix_files(operation)
     has_body = "requestBody" in operation
     responses = operation.setdefault("responses", {})
     statuses: dict[int, str] = {401: ERROR_TEXT[401]}
@@ -221,6 +222,26 @@ def _finish_operation(path: str, method: str, operation: dict[str, Any],
                                                               else {})}
         else:
             responses[str(status)] = _problem(text)
+
+
+def _fix_files(operation: dict[str, Any]) -> None:
+    """File uploads and downloads as they really are: an upload takes ``file`` parts and nothing else;
+    a download answers the stored file's own type, with an HTTP-date (not RFC 3339) Last-Modified."""
+    upload = operation.get("requestBody", {}).get("content", {}).get("multipart/form-data", {}).get("schema")
+    if upload and upload.get("type") == "object":
+        upload["additionalProperties"] = False
+        for field in upload.get("properties", {}).values():
+            if field.get("type") == "array":
+                field["minItems"] = 1
+    for response in operation.get("responses", {}).values():
+        content = response.get("content", {})
+        if "" in content:
+            content["*/*"] = {"schema": {"type": "string", "format": "binary"}}
+            del content[""]
+        modified = response.get("headers", {}).get("last-modified", {})
+        if modified.get("schema", {}).get("format") == "date-time":
+            modified["schema"] = {"type": "string"}
+            modified["description"] = "When the file was stored, as an HTTP-date"
 
 
 def _bound_parameter(path: str, parameter: dict[str, Any]) -> None:
