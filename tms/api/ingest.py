@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import MediaType, Request, Response, post
+from litestar import MediaType, Response, post
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, read_body
 from tms.models.ingest import IngestAnswer
 from tms.services import ingest as ingest_service
-from tms.services.tokens import ApiPrincipal
 
 
 @post(
@@ -21,7 +20,7 @@ from tms.services.tokens import ApiPrincipal
     "`Content-Encoding: gzip`; an `Idempotency-Key` header makes a retry return the first answer. "
     "Items naming neither `test_case_code` nor `test_case_id` are stored as unlinked results.",
 )
-async def ingest(request: Request[ApiPrincipal, str, object]) -> Response[IngestAnswer]:
+async def ingest(request: ApiRequest) -> Response[IngestAnswer]:
     status, body = await ingest_service.ingest(
         request.app.state.db,
         request.user.tenant_id,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, read_body
 from tms.models.results import BulkAnswer, ResultList
 from tms.services import results as result_service
-from tms.services.tokens import ApiPrincipal
 
 
 @get(
@@ -20,7 +19,7 @@ from tms.services.tokens import ApiPrincipal
     "every result of the run.",
 )
 async def list_results(
-    request: Request[ApiPrincipal, str, object], run_id: str, limit: int | None = None, offset: int | None = None
+    request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None
 ) -> ResultList:
     return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset)
 
@@ -33,7 +32,7 @@ async def list_results(
     description="JSON body `{results: [Result]}` (gzip accepted); each item names `test_case_code` or "
     "`test_case_id` and is upserted per (run, case); answer `{accepted, rejected, errors: [{index, error}]}`.",
 )
-async def post_results(request: Request[ApiPrincipal, str, object], run_id: str) -> Response[BulkAnswer]:
+async def post_results(request: ApiRequest, run_id: str) -> Response[BulkAnswer]:
     db, tenant_id = request.app.state.db, request.user.tenant_id
     answer = await result_service.post_results(db, tenant_id, run_id, await read_body(request))
     return Response(answer, status_code=207 if answer.rejected else 201)

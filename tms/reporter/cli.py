@@ -257,10 +257,10 @@ def _summary(args: argparse.Namespace, *, files: list[str], outcomes: list[TestO
 
 def _answer(args: argparse.Namespace, url: str, reply: Reply, items: list[Item], summary: dict[str, Any],
             console: Console) -> int:
-    body = reply.body if isinstance(reply.body, dict) else {}
+    body: dict[str, Any] = reply.body if isinstance(reply.body, dict) else {}
     if reply.status_code not in (200, 201, 207):
         return _refused(reply, console, args)
-    data = body.get("data") if isinstance(body.get("data"), dict) else {}
+    data: dict[str, Any] = body["data"] if isinstance(body.get("data"), dict) else {}
     run_id = body.get("run_id") or data.get("run_id") or data.get("id")
     errors = body.get("errors") or data.get("errors") or []
     summary["run_id"] = run_id

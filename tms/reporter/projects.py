@@ -48,8 +48,9 @@ def resolve_project(url: str, token: str, reference: str, timeout: float) -> Res
         raise ProjectNotResolved(f"looking up --project {reference!r}: HTTP {response.status_code} on "
                                  "GET /api/v1/projects")
     projects = [p for p in response.json().get("data", []) if isinstance(p, dict)]
-    for same in (lambda name: name == reference, lambda name: name.casefold() == reference.casefold()):
-        found = [p for p in projects if same(str(p.get("name", "")))]
+    exact = [p for p in projects if str(p.get("name", "")) == reference]
+    folded = [p for p in projects if str(p.get("name", "")).casefold() == reference.casefold()]
+    for found in (exact, folded):
         if len(found) == 1:
             return Resolved(str(found[0]["id"]), looked_up=True)
         if len(found) > 1:

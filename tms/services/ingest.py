@@ -116,8 +116,8 @@ def _build_rows(
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
     counts[0] = len(unlinked) + len(linked_state)
-    for _, status in linked_state.values():
-        counts[STATUS_INDEX[status]] += 1
+    for _, last_status in linked_state.values():
+        counts[STATUS_INDEX[last_status]] += 1
     return _Rows(errors, linked, unlinked, linked_state, counts, failed)
 
 

@@ -70,9 +70,10 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
     by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
     linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
     unlinked_total = unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values())
-    page = {"status": status, "limit": RESULTS_PAGE, "linked_total": linked_total}
-    linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, **page)
-    unlinked = await result_store.page_for_run(db, tenant, run.id, unlinked=True, offset=unlinked_offset, **page)
+    linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
+                                             limit=RESULTS_PAGE, linked_total=linked_total)
+    unlinked = await result_store.page_for_run(db, tenant, run.id, unlinked=True, offset=unlinked_offset,
+                                               status=status, limit=RESULTS_PAGE, linked_total=linked_total)
     # attachments of the shown rows only, through the attachments service (one query per 500 ids)
     attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
     for row in linked + unlinked:
