@@ -9,11 +9,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, Request, Router, get
+from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
-from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.flash import FlashConfig, FlashPlugin
@@ -27,17 +26,19 @@ from tms.api import attachments as attachments_api
 from tms.api import cases as cases_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
+from tms.api import operations as operations_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import strict_json_body
+from tms.api.bodies import inflation_slots, strict_json_body
 from tms.api.openapi import JsonDocument
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
+from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import retention
@@ -55,6 +56,7 @@ from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
 from tms.web.session import LoginRequired
+from tms.web.session_cookie import RotatingSessionConfig
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
 from tms.webhooks.gauge import RequestGauge
@@ -62,11 +64,6 @@ from tms.webhooks.gauge import RequestGauge
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 SESSION_MAX_AGE = 14 * 24 * 3600
-
-
-@get("/healthz", include_in_schema=False, sync_to_thread=False)
-def healthz() -> dict[str, str]:
-    return {"status": "ok"}
 
 
 def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
@@ -162,8 +159,10 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     async def _daily() -> None:
         await db.housekeeping()
         await session_store.delete_expired()
+        await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
+    login_throttle = LoginThrottle(db)
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),
@@ -172,13 +171,13 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # itself after the session check, and inbound tracker webhooks are signed.
         exclude=["/api/"],
     )
-    session_config = ServerSideSessionConfig(
+    session_config = RotatingSessionConfig(
         key="tms_session",
         max_age=SESSION_MAX_AGE,
         httponly=True,
         samesite="lax",
         secure=config.production,
-        exclude=["/api/v1", "/static", "/schema", "/healthz"],
+        exclude=["/api/v1", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
@@ -188,14 +187,17 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             "config": config,
             "db": db,
             "token_usage": token_usage,
-            "login_throttle": LoginThrottle(),
+            "login_throttle": login_throttle,
+            "inflation_slots": inflation_slots(),
             "setup_token": setup_token,
             "setup_done": False,
         }
     )
     return Litestar(
         route_handlers=[
-            healthz,
+            operations_api.healthz,
+            operations_api.readyz,
+            operations_api.metrics,
             _api_router(),
             *_web_routers(),
             create_static_files_router(path="/static", directories=[PACKAGE_DIR / "static"],
@@ -204,13 +206,15 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[request_gauge.middleware, session_config.middleware],
+        middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
+                    session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
         before_request=strict_json_body,
+        before_send=[security_headers],
         openapi_config=OpenAPIConfig(
             title="TMS API",
             version=__version__,

@@ -97,13 +97,20 @@ class Database:
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = await _connect(self.path)
-        await apply_migrations(self._writer)
-        for _ in range(self._reader_count):
-            reader = await _connect(self.path)
-            await reader.execute("PRAGMA query_only = ON")
-            self._all_readers.append(reader)
-            self._readers.put_nowait(reader)
+        try:
+            self._writer = await _connect(self.path)
+            await apply_migrations(self._writer)
+            for _ in range(self._reader_count):
+                reader = await _connect(self.path)
+                await reader.execute("PRAGMA query_only = ON")
+                self._all_readers.append(reader)
+                self._readers.put_nowait(reader)
+        except BaseException:
+            # each connection runs on its own non-daemon thread: left open, they kept a process whose
+            # start-up had failed alive (and not listening)
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         for reader in self._all_readers:
@@ -156,6 +163,32 @@ class Database:
             assert self._writer is not None
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             await self._writer.execute("PRAGMA optimize")
+
+
+def backup_database(source: Path, target: Path) -> int:
+    """Writes a consistent copy of the database at ``source`` to ``target``; returns its size in bytes.
+
+    SQLite's online backup copies pages while other connections keep writing (a write restarts the
+    copy of the pages it changed), so this is safe while ``tms serve`` runs. The copy is written
+    beside the target and renamed into place, so a failed backup never leaves a half-written file.
+    """
+    if not source.exists():
+        raise FileNotFoundError(f"no database at {source}")
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    src = sqlite3.connect(source)
+    try:
+        src.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst, pages=1024)
+            dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    partial.replace(target)
+    return target.stat().st_size
 
 
 def migration_files() -> list[tuple[int, str, str]]:

@@ -16,6 +16,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
+from tms.services.audit import Actor, acting_as
 from tms.services.tokens import ApiPrincipal, verify_token
 
 BEARER_SCHEME = "BearerToken"
@@ -40,10 +41,12 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         if principal is None:
             raise NotAuthorizedException("The token is invalid, revoked, or its tenant is suspended.")
         state.token_usage.mark(principal.token_id)
+        acting_as(Actor("token", principal.token_id, principal.token_name))
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 
-def scope_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def scope_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """Async on purpose: Litestar runs a sync guard in a worker thread, a hop on every API call."""
     if "scope" not in handler.opt:
         raise RuntimeError(f"route {handler} declares no scope; use **requires(...)")
     required = handler.opt["scope"]

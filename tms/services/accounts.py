@@ -88,7 +88,7 @@ async def authenticate_user(db: Database, email: str, password: str) -> Row | No
         await asyncio.to_thread(_hasher.verify, stored_hash, password)
     except (VerificationError, InvalidHashError):
         return None
-    if user is None or user["tenant_status"] != "ACTIVE":
+    if user is None or user["tenant_status"] != "ACTIVE" or not user["active"]:
         return None
     new_hash = _hasher.hash(password) if _hasher.check_needs_rehash(stored_hash) else None
     async with db.transaction() as tx:

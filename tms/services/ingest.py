@@ -150,7 +150,9 @@ def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
     return 207 if errors else 201, _encoder.encode(answer)
 
 
-async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
+async def ingest(
+    db: Database, tenant_id: str, raw: bytes | bytearray, idempotency_key: str | None = None
+) -> tuple[int, bytes]:
     """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected.
 
     A body none of whose items can be stored is a 400 (``InvalidInput``): no run, no event.

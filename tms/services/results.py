@@ -61,7 +61,7 @@ def _link_all(
     return linked, errors
 
 
-async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) -> BulkAnswer:
+async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | bytearray) -> BulkAnswer:
     """Upserts the items of ``{"results": [...]}`` into the run: one row per (run, case), last write wins."""
     await _get_run(db, tenant_id, run_id)
     _, items, errors = await off_loop(len(raw), decode_bulk, raw, ResultsBody, ResultsBodyLoose)

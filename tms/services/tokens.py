@@ -38,6 +38,7 @@ class ApiPrincipal:
     tenant_name: str
     tenant_status: str
     scopes: frozenset[str]
+    token_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +192,7 @@ async def verify_token(db: Database, presented: str) -> ApiPrincipal | None:
         tenant_name=row["tenant_name"],
         tenant_status=row["tenant_status"],
         scopes=frozenset(row["scopes"].split(",")),
+        token_name=row["name"],
     )
     verified_tokens.put(cache_key, principal, epoch)
     return principal

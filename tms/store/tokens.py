@@ -36,7 +36,7 @@ async def token_exists(db: Database | Transaction, tenant_id: str, token_id: str
 async def find_token_by_prefix(db: Database, prefix: str) -> Row | None:
     """The token with its tenant, for Bearer verification: one indexed lookup per request."""
     return await db.fetch_one(
-        "SELECT k.id, k.tenant_id, k.secret_sha256, k.scopes, k.revoked_at, "
+        "SELECT k.id, k.name, k.tenant_id, k.secret_sha256, k.scopes, k.revoked_at, "
         "t.name AS tenant_name, t.status AS tenant_status "
         "FROM api_tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.prefix = ?",
         (prefix,),

@@ -8,17 +8,20 @@ _ANY_USER = "SELECT EXISTS (SELECT 1 FROM users)"
 
 
 async def insert_user(
-    tx: Transaction, user_id: str, tenant_id: str, email: str, password_hash: str, created_at: str
+    tx: Transaction, user_id: str, tenant_id: str, email: str, password_hash: str, created_at: str,
+    role: str | None = None,
 ) -> None:
+    """Inserts a user; without a role, the tenant's first user becomes its owner and later ones admins."""
     await tx.execute(
-        "INSERT INTO users (id, tenant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-        (user_id, tenant_id, email, password_hash, created_at),
+        "INSERT INTO users (id, tenant_id, email, password_hash, created_at, role) VALUES (?, ?, ?, ?, ?, "
+        "COALESCE(?, CASE WHEN EXISTS (SELECT 1 FROM users WHERE tenant_id = ?) THEN 'admin' ELSE 'owner' END))",
+        (user_id, tenant_id, email, password_hash, created_at, role, tenant_id),
     )
 
 
 async def find_user_by_email(db: Database, email: str) -> Row | None:
     return await db.fetch_one(
-        "SELECT u.id, u.tenant_id, u.email, u.password_hash, t.status AS tenant_status "
+        "SELECT u.id, u.tenant_id, u.email, u.password_hash, u.active, t.status AS tenant_status "
         "FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = ?",
         (email,),
     )
@@ -26,8 +29,8 @@ async def find_user_by_email(db: Database, email: str) -> Row | None:
 
 async def get_user(db: Database, user_id: str) -> Row | None:
     return await db.fetch_one(
-        "SELECT u.id, u.tenant_id, u.email, t.name AS tenant_name, t.status AS tenant_status "
-        "FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.id = ?",
+        "SELECT u.id, u.tenant_id, u.email, u.name, u.role, u.active, t.name AS tenant_name, "
+        "t.status AS tenant_status FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.id = ?",
         (user_id,),
     )
 

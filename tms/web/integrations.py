@@ -19,7 +19,7 @@ from tms.services import integrations as integration_service
 from tms.services import retest as retest_service
 from tms.services.errors import DomainError, NotFound
 from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of
-from tms.web.session import page_guard, safe_next
+from tms.web.session import needs_role, page_guard, safe_next
 
 # The secret crosses the redirect in the server-side session and is popped by the next GET, so it is
 # displayed exactly once and a reload never shows it again (as with API tokens).
@@ -139,7 +139,7 @@ def settings_router() -> Router:
         path="/settings/integrations",
         route_handlers=[integrations_page, create_integration, integration_page, regenerate_secret,
                         delete_integration],
-        guards=[page_guard], include_in_schema=False,
+        guards=[page_guard], include_in_schema=False, **needs_role("admin"),
     )
 
 

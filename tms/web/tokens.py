@@ -8,7 +8,7 @@ from litestar.response import Redirect, Template
 from tms.services import tokens as token_service
 from tms.services.errors import DomainError, NotFound
 from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of, user_of
-from tms.web.session import page_guard
+from tms.web.session import needs_role, page_guard
 
 # The new token crosses the redirect in the server-side session and is popped by the next GET,
 # so it is displayed exactly once and a reload never shows (or re-creates) it.
@@ -64,4 +64,4 @@ async def settings_home() -> Redirect:
 
 def router() -> Router:
     return Router(path="/settings", route_handlers=[settings_home, tokens_page, create_token, revoke_token],
-                  guards=[page_guard], include_in_schema=False)
+                  guards=[page_guard], include_in_schema=False, **needs_role("admin"))

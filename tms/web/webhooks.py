@@ -16,7 +16,7 @@ from tms.services import webhooks as webhook_service
 from tms.services.errors import Conflict, DomainError, NotFound
 from tms.services.events import EVENT_NAMES
 from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
-from tms.web.session import page_guard
+from tms.web.session import needs_role, page_guard
 
 EVENT_HELP = {
     "test_run.completed": "a run's status changes to COMPLETED",
@@ -173,4 +173,4 @@ def router() -> Router:
     return Router(path="/settings/webhooks",
                   route_handlers=[webhooks_page, create_webhook, webhook_page, update_webhook, pause_webhook,
                                   resume_webhook, delete_webhook, ping_webhook, redeliver],
-                  guards=[page_guard], include_in_schema=False)
+                  guards=[page_guard], include_in_schema=False, **needs_role("admin"))

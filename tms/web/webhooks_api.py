@@ -20,7 +20,7 @@ from tms.models.webhooks import (
     SubscriptionUpdate,
 )
 from tms.services import webhooks as service
-from tms.web.session import session_api_guard, web_user
+from tms.web.session import needs_role, session_api_guard, web_user
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -88,5 +88,6 @@ def router() -> Router:
             ping,
         ],
         guards=[session_api_guard],
+        **needs_role("admin"),
         tags=["webhooks (internal, session)"],
     )

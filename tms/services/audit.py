@@ -1,0 +1,95 @@
+"""Who did what: every write records an audit entry in its own transaction.
+
+The actor is the request's identity: the Bearer middleware and the web session guard set it once per
+request (``acting_as``), so services record entries without every signature carrying an extra
+parameter. Work that no request started (periodic sweeps, the tracker loop's timers) is the system.
+
+A bulk write (ingest, a batch of results) records one entry with counts, not one per row, so the log
+costs a request one INSERT whatever its size.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from tms.db import Transaction
+from tms.ids import new_id, new_ids, now_iso
+from tms.store import audit as audit_store
+
+ACTOR_TYPES = ("user", "token", "system")
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    type: str  # user | token | system
+    id: str | None
+    name: str
+
+
+SYSTEM = Actor("system", None, "system")
+_current_actor: contextvars.ContextVar[Actor] = contextvars.ContextVar("tms_actor", default=SYSTEM)
+
+
+def acting_as(actor: Actor) -> None:
+    """Sets who the current request acts as (called by the authentication layer, once per request)."""
+    _current_actor.set(actor)
+
+
+def current_actor() -> Actor:
+    return _current_actor.get()
+
+
+def changes_between(old: Mapping[str, Any], new: Mapping[str, Any], fields: Iterable[str]) -> dict[str, list[Any]]:
+    """``{field: [old, new]}`` for each of ``fields`` whose value differs."""
+    return {field: [old.get(field), new.get(field)] for field in fields if old.get(field) != new.get(field)}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    action: str  # <entity>.<verb>
+    entity_type: str
+    entity_id: str | None
+    changes: Mapping[str, Any] | None = None
+
+
+async def record(
+    tx: Transaction,
+    tenant_id: str,
+    action: str,
+    entity_type: str,
+    entity_id: str | None,
+    changes: Mapping[str, Any] | None = None,
+) -> None:
+    """Appends one entry for the current actor, inside the caller's transaction."""
+    await record_many(tx, tenant_id, [Entry(action, entity_type, entity_id, changes)])
+
+
+async def record_many(tx: Transaction, tenant_id: str, entries: list[Entry]) -> None:
+    if not entries:
+        return
+    actor = current_actor()
+    at = now_iso()
+    ids = new_ids(len(entries)) if len(entries) > 1 else [new_id()]
+    await audit_store.insert_entries(
+        tx,
+        [
+            {
+                "id": entry_id,
+                "tenant_id": tenant_id,
+                "actor_type": actor.type,
+                "actor_id": actor.id,
+                "actor_name": actor.name,
+                "action": entry.action,
+                "entity_type": entry.entity_type,
+                "entity_id": entry.entity_id,
+                "changes": None if entry.changes is None else msgspec.json.encode(entry.changes).decode(),
+                "created_at": at,
+            }
+            for entry_id, entry in zip(ids, entries, strict=True)
+        ],
+    )
