@@ -8,7 +8,8 @@ Litestar documents the happy path; this module finishes the document once, befor
   get their request body documented here;
 - every error status an operation can answer is declared with ``application/problem+json``
   (RFC 9457): 400 when it takes parameters or a body, 401 and 403 (token or session, scope or CSRF),
-  404 for ids in the path or in the body, 409/413/415 where they occur; 207 for the bulk writes;
+  404 for ids in the path or in the body, 409/413/415 where they occur, 507 on every write (disk
+  full); 207 for the bulk writes;
 - checks the server makes beyond types and lengths are stated as patterns where JSON Schema can say
   them (a name that must not be blank, a Gherkin text that must hold a ``Feature:``).
 
@@ -105,6 +106,7 @@ ERROR_TEXT = {
     403: "The token lacks the scope this operation needs (or the session request lacks its CSRF token).",
     404: "An id that does not exist, or belongs to another tenant.",
     413: "The body (or a file) is larger than allowed.",
+    507: "The server's disk is full: nothing was stored; reads keep working, and writes once space is freed.",
 }
 PROBLEM_SCHEMA: dict[str, Any] = {
     "title": "Problem",
@@ -213,6 +215,8 @@ def _finish_operation(path: str, method: str, operation: dict[str, Any],
         statuses[404] = ERROR_TEXT[404]
     if has_body:
         statuses[413] = ERROR_TEXT[413]
+    if method in ("POST", "PUT", "PATCH", "DELETE"):
+        statuses[507] = ERROR_TEXT[507]
     for status, text in EXTRA_STATUSES.get(key, {}).items():
         statuses[status] = text
     for status, text in sorted(statuses.items()):
