@@ -26,7 +26,15 @@ def ingest(tenant: Tenant, body: Any, headers: dict[str, str] | None = None, gz:
 
 
 def results_of(tenant: Tenant, run_id: str) -> list[dict[str, Any]]:
-    return tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"]  # type: ignore[no-any-return]
+    """Every result of the run, following the pages as a client must."""
+    rows: list[dict[str, Any]] = []
+    while True:
+        response = tenant.api.get(f"/api/v1/runs/{run_id}/results", params={"limit": 5000, "offset": len(rows)})
+        assert response.status_code == 200, response.text
+        page = response.json()
+        rows += page["data"]
+        if not page["data"] or len(rows) >= page["pagination"]["total"]:
+            return rows
 
 
 def row_counts(tenant: Tenant) -> tuple[int, int, int]:

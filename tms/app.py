@@ -14,7 +14,6 @@ from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.flash import FlashConfig, FlashPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -34,6 +33,7 @@ from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import inflation_slots, strict_json_body
+from tms.api.openapi import JsonDocument
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
@@ -228,7 +228,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
                     )
                 }
             ),
-            render_plugins=[ApiReferencePlugin(), JsonRenderPlugin()],
+            render_plugins=[ApiReferencePlugin(), JsonDocument()],
         ),
         debug=False,
     )

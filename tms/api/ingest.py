@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import MediaType, Request, Response, post
+from litestar import MediaType, Response, post
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.ingest import IngestAnswer
 from tms.services import ingest as ingest_service
-from tms.services.tokens import ApiPrincipal
 
 
 @post(
@@ -23,7 +22,7 @@ from tms.services.tokens import ApiPrincipal
     "With `run_id` (a CI shard) the results go into that existing, unfinished run of the project, which stays "
     "open and fires no test_run.completed.",
 )
-async def ingest(request: Request[ApiPrincipal, str, object]) -> Response[IngestAnswer]:
+async def ingest(request: ApiRequest) -> Response[IngestAnswer]:
     async with request_body(request) as raw:
         status, body = await ingest_service.ingest(
             request.app.state.db, request.user.tenant_id, raw, request.headers.get("idempotency-key")

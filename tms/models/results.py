@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from tms.models import Label, RequestBody
+from tms.models.cases import Pagination
 
 ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
 RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
@@ -92,3 +93,4 @@ class Result(msgspec.Struct):
 
 class ResultList(msgspec.Struct):
     data: list[Result]
+    pagination: Pagination

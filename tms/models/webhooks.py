@@ -1,4 +1,4 @@
-"""Bodies of the internal /api/webhooks API (CONTRACT.md, "Web interface and the internal webhook API")."""
+"""Bodies of the internal /api/webhooks API (docs/webhooks.md, "Managing subscriptions")."""
 
 from __future__ import annotations
 

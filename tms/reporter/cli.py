@@ -51,6 +51,7 @@ from tms.reporter.mapping import Item, to_items
 from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries
 from tms.reporter.nunit import parse_nunit
 from tms.reporter.playwright import parse_playwright
+from tms.reporter.projects import ProjectNotResolved, resolve_project
 from tms.reporter.robot import parse_robot
 from tms.reporter.testng import parse_testng
 from tms.reporter.trx import parse_trx
@@ -66,7 +67,8 @@ EXIT_NETWORK = 4
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="report files, directories or globs")
-    parser.add_argument("--project", required=True, metavar="ID", help="project id the run is created in")
+    parser.add_argument("--project", required=True, metavar="ID|NAME",
+                        help="the project the run is created in: its id (Projects page) or its name")
     parser.add_argument("--run-name", help="display name of the run (default: a timestamp)")
     parser.add_argument("--environment", help="environment label of the run")
     parser.add_argument("--framework", help="framework label when the report does not name one")
@@ -182,6 +184,16 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
             console.err("tms ingest: error: no readable report holds a test; nothing was sent")
         return EXIT_FAILED
 
+    if url and token:
+        try:
+            resolved = resolve_project(url, token, args.project, args.timeout)
+        except ProjectNotResolved as exc:
+            console.err(f"tms ingest: error: {exc}")
+            return EXIT_NETWORK if exc.network else EXIT_FAILED
+        if resolved.looked_up:
+            console.debug(f"project {args.project.strip()!r} is {resolved.project_id}")
+        args.project = resolved.project_id
+
     items = to_items(outcomes)
     payload = _payload(args, items)
     summary = _summary(args, files=parsed, outcomes=outcomes, items=items)
@@ -209,7 +221,7 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
 
 def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | None:
     if not args.project.strip():
-        return "--project must name a project id"
+        return "--project must name a project (its id or its name)"
     if args.run_id is not None and (not args.run_id.strip() or args.run_name or args.environment):
         return "--run-id must name a run, and takes no --run-name or --environment: the run already has them"
     if args.retries < 0 or args.retry_backoff < 0 or args.timeout <= 0:
@@ -325,10 +337,10 @@ def _summary(args: argparse.Namespace, *, files: list[str], outcomes: list[TestO
 
 def _answer(args: argparse.Namespace, url: str, token: str, reply: Reply, items: list[Item],
             summary: dict[str, Any], console: Console) -> int:
-    body = reply.body if isinstance(reply.body, dict) else {}
+    body: dict[str, Any] = reply.body if isinstance(reply.body, dict) else {}
     if reply.status_code not in (200, 201, 207):
         return _refused(reply, console, args)
-    data = body.get("data") if isinstance(body.get("data"), dict) else {}
+    data: dict[str, Any] = body["data"] if isinstance(body.get("data"), dict) else {}
     run_id = body.get("run_id") or data.get("run_id") or data.get("id")
     errors = body.get("errors") or data.get("errors") or []
     summary["run_id"] = run_id

@@ -122,8 +122,8 @@ def _build_rows(
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
     counts[0] = len(unlinked) + len(linked_state)
-    for _, status in linked_state.values():
-        counts[STATUS_INDEX[status]] += 1
+    for _, last_status in linked_state.values():
+        counts[STATUS_INDEX[last_status]] += 1
     return _Rows(errors, linked, unlinked, linked_state, counts, failed, result_ids)
 
 
@@ -157,7 +157,9 @@ def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
     return 207 if errors else 201, _encoder.encode(answer)
 
 
-async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
+async def ingest(
+    db: Database, tenant_id: str, raw: bytes | bytearray, idempotency_key: str | None = None
+) -> tuple[int, bytes]:
     """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected.
 
     A body none of whose items can be stored is a 400 (``InvalidInput``): no run, no event.

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
-from tms.models.results import BulkAnswer, Result, ResultIn, ResultsBody, ResultsBodyLoose
+from tms.models.cases import Pagination
+from tms.models.results import BulkAnswer, Result, ResultIn, ResultList, ResultsBody, ResultsBodyLoose
 from tms.services import events, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
+from tms.services.paging import page_window
 from tms.services.result_rows import (
     STATUS_INDEX,
     CaseMaps,
@@ -59,7 +61,7 @@ def _link_all(
     return linked, errors
 
 
-async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) -> BulkAnswer:
+async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | bytearray) -> BulkAnswer:
     """Upserts the items of ``{"results": [...]}`` into the run: one row per (run, case), last write wins."""
     await _get_run(db, tenant_id, run_id)
     _, items, errors = await off_loop(len(raw), decode_bulk, raw, ResultsBody, ResultsBodyLoose)
@@ -105,8 +107,23 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
     return bulk_answer(len(linked), errors)
 
 
-async def list_results(db: Database, tenant_id: str, run_id: str) -> list[Result]:
+# GET /runs/{id}/results pages by this many results by default, and at most by RESULTS_MAX_LIMIT
+RESULTS_DEFAULT_LIMIT = 500
+RESULTS_MAX_LIMIT = 5_000
+
+
+async def list_results(
+    db: Database, tenant_id: str, run_id: str, limit: int | None = None, offset: int | None = None
+) -> ResultList:
+    """One page of the run's results, linked ones first, then unlinked, each in stored order; the
+    attachments of the page's rows only."""
+    limit, offset = page_window(limit, offset, default=RESULTS_DEFAULT_LIMIT, maximum=RESULTS_MAX_LIMIT)
     await _get_run(db, tenant_id, run_id)
-    rows = await result_store.list_for_run(db, tenant_id, run_id)
+    linked_total, unlinked_total = await result_store.count_for_run(db, tenant_id, run_id)
+    rows = await result_store.page_for_run(db, tenant_id, run_id, limit=limit, offset=offset,
+                                           linked_total=linked_total)
     attachments = await attachments_by_result(db, tenant_id, [row["id"] for row in rows])
-    return [Result(**row, attachments=attachments.get(row["id"], [])) for row in rows]
+    return ResultList(
+        data=[Result(**row, attachments=attachments.get(row["id"], [])) for row in rows],
+        pagination=Pagination(total=linked_total + unlinked_total, limit=limit, offset=offset),
+    )

@@ -115,18 +115,63 @@ async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -
     return {case_id: (result_id, status) for case_id, result_id, status in _triples.decode(packed or "[]")}
 
 
-async def list_for_run(db: Database, tenant_id: str, run_id: str) -> list[Row]:
-    """Every row of the run: linked ones first, then unlinked, each in the order they were stored."""
-    linked = await db.fetch_all(
-        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE run_id = ? AND tenant_id = ? ORDER BY rowid",
-        (run_id, tenant_id),
+# A run's rows, read off the run indexes alone. test_results' (run_id, test_case_id) index has no
+# tenant_id, so the run is checked against the tenant once per query (a scalar subquery) instead of
+# per row; unlinked_test_results' (run_id, tenant_id) index has it, and lists in rowid order.
+_WHERE_RUN = {
+    "test_results": "run_id = (SELECT id FROM test_runs WHERE id = ? AND tenant_id = ?)",
+    "unlinked_test_results": "run_id = ? AND tenant_id = ?",
+}
+
+
+async def _page_of(db: Database, table: str, columns: str, run: tuple[str, str], status: str | None,
+                   limit: int, offset: int) -> list[Row]:
+    """One page of one table's rows of the run in stored (rowid) order, optionally of one status.
+
+    The inner query skips ``offset`` entries of the run index (sorting rowids at most, never whole
+    rows); the outer one reads just the page. ``table`` and ``columns`` are this module's constants.
+    """
+    where, params = _WHERE_RUN[table], [*run]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    return await db.fetch_all(
+        f"SELECT {columns} FROM {table} WHERE rowid IN "
+        f"(SELECT rowid FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
+        (*params, limit, offset),
     )
-    unlinked = await db.fetch_all(
-        f"SELECT {_UNLINKED_LIST_COLUMNS} FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? "
-        "ORDER BY rowid",
-        (run_id, tenant_id),
+
+
+async def count_for_run(db: Database, tenant_id: str, run_id: str) -> tuple[int, int]:
+    """(linked, unlinked) rows of the run as stored now (the retention sweep may have removed some)."""
+    row = await db.fetch_one(
+        f"SELECT (SELECT COUNT(*) FROM test_results WHERE {_WHERE_RUN['test_results']}) AS linked, "
+        f"(SELECT COUNT(*) FROM unlinked_test_results WHERE {_WHERE_RUN['unlinked_test_results']}) AS unlinked",
+        (run_id, tenant_id, run_id, tenant_id),
     )
-    return linked + unlinked
+    assert row is not None
+    return int(row["linked"]), int(row["unlinked"])
+
+
+async def page_for_run(
+    db: Database, tenant_id: str, run_id: str, *, limit: int, offset: int, linked_total: int,
+    status: str | None = None, unlinked: bool | None = None,
+) -> list[Row]:
+    """One page of the run's results: linked ones first, then unlinked, each in the order they were
+    stored. ``linked_total`` (from ``count_for_run``) says where the unlinked ones start; ``unlinked``
+    True or False pages through that table alone (the web page shows them apart)."""
+    run = (run_id, tenant_id)
+    if unlinked is not None:
+        table, columns = ("unlinked_test_results", _UNLINKED_LIST_COLUMNS) if unlinked else (
+            "test_results", _LIST_COLUMNS)
+        return await _page_of(db, table, columns, run, status, limit, offset)
+    rows: list[Row] = []
+    if offset < linked_total:
+        rows = await _page_of(db, "test_results", _LIST_COLUMNS, run, status, limit, offset)
+    if len(rows) < limit:
+        rows += await _page_of(db, "unlinked_test_results", _UNLINKED_LIST_COLUMNS, run, status,
+                               limit - len(rows), max(0, offset - linked_total))
+    return rows
 
 
 async def delete_unlinked_before(tx: Transaction, tenant_id: str, cutoff: str, batch: int) -> int:

@@ -26,14 +26,6 @@ async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | No
     return rows, int(total)
 
 
-_RESULT_COLUMNS = (
-    "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at"
-)
-_UNLINKED_COLUMNS = _RESULT_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
-                                          "NULL AS test_case_code")
-
-
 async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """Rows of the run per status as stored now: (linked, unlinked). The run's summary counters may
     differ for unlinked results after the retention sweep, so the filter tabs count the rows."""
@@ -44,18 +36,3 @@ async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict
         "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
         (run_id, tenant_id))
     return {r["status"]: r["n"] for r in linked}, {r["status"]: r["n"] for r in unlinked}
-
-
-async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bool, status: str | None,
-                      limit: int, offset: int) -> list[Row]:
-    """One page of a run's linked (or unlinked) results in stored order, optionally of one status.
-
-    A full-library nightly has tens of thousands of rows; the page reads only the ones it shows.
-    """
-    table, columns = ("unlinked_test_results", _UNLINKED_COLUMNS) if unlinked else ("test_results", _RESULT_COLUMNS)
-    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
-    if status:
-        where += " AND status = ?"
-        params.append(status)
-    return await db.fetch_all(
-        f"SELECT {columns} FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?", (*params, limit, offset))

@@ -16,7 +16,8 @@ async def _page(request: AnyRequest, form: dict[str, str] | None = None, errors:
                 status_code: int = 200) -> Template:
     projects = await project_service.list_projects(db_of(request), tenant_of(request))
     return render(request, "projects/list.html", status_code=status_code, active_nav="projects",
-                  projects=projects, form=form or {}, errors=errors or {})
+                  projects=projects, form=form or {}, errors=errors or {},
+                  base_url=str(request.app.state.config.base_url))
 
 
 @get("/")

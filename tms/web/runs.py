@@ -15,6 +15,7 @@ from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import NotFound
 from tms.services.paging import page_offset
+from tms.store import results as result_store
 from tms.store import run_views
 from tms.web.common import AnyRequest, db_of, done, not_found, page_numbers, render, tenant_of
 from tms.web.session import page_guard
@@ -59,19 +60,21 @@ async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
 
 
 @get("/runs/{run_id:str}")
-async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0) -> Template:
+async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0,
+                   unlinked_offset: int = 0) -> Template:
+    """Linked and unlinked results each a page at a time (``offset``, ``unlinked_offset``)."""
     db, tenant = db_of(request), tenant_of(request)
     run = await _run_or_404(request, run_id)
     status = status if status in RESULT_STATUSES else None
-    offset = page_offset(offset)
+    offset, unlinked_offset = page_offset(offset), page_offset(unlinked_offset)
     linked_counts, unlinked_counts = await run_views.status_counts(db, tenant, run.id)
     by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
     linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
     unlinked_total = unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values())
-    linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status, limit=RESULTS_PAGE,
-                                         offset=offset)
-    unlinked = await run_views.result_page(db, tenant, run.id, unlinked=True, status=status, limit=RESULTS_PAGE,
-                                           offset=0)
+    linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
+                                             limit=RESULTS_PAGE, linked_total=linked_total)
+    unlinked = await result_store.page_for_run(db, tenant, run.id, unlinked=True, offset=unlinked_offset,
+                                               status=status, limit=RESULTS_PAGE, linked_total=linked_total)
     # attachments of the shown rows only, through the attachments service (one query per 500 ids)
     attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
     for row in linked + unlinked:
@@ -84,7 +87,10 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
                   linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
-                  pager_query=urlencode({"status": status}) if status else "")
+                  pager_query=urlencode({k: v for k, v in (("status", status), ("unlinked_offset", unlinked_offset))
+                                         if v}),
+                  unlinked_pager=page_numbers(unlinked_total, RESULTS_PAGE, unlinked_offset),
+                  unlinked_pager_query=urlencode({k: v for k, v in (("status", status), ("offset", offset)) if v}))
 
 
 @post("/runs/{run_id:str}/complete", status_code=303)

@@ -1,4 +1,4 @@
-"""/api/webhooks: the internal, session-authenticated webhook management API (CONTRACT.md).
+"""/api/webhooks: the internal, session-authenticated webhook management API (docs/api.md).
 
 A session only: a Bearer token gets 401, and unsafe methods need the CSRF header
 (``session_api_guard``). Handlers are thin; the rules live in ``tms.services.webhooks``.
