@@ -32,6 +32,7 @@ from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
+from tms.api import sections as sections_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import strict_json_body
 from tms.api.reference import ApiReferencePlugin
@@ -95,6 +96,12 @@ def _api_router() -> Router:
             results_api.post_results,
             ingest_api.ingest,
             retention_api.sweep,
+            sections_api.list_sections,
+            sections_api.create_section,
+            sections_api.get_section,
+            sections_api.update_section,
+            sections_api.delete_section,
+            cases_api.list_versions,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
