@@ -6,7 +6,9 @@ from typing import Any
 
 from tests.conftest import Tenant, assert_problem
 
-FEATURE = "Feature: Login\n  Scenario: valid password\n    Given a user\n    When she signs in\n    Then she sees home\n"
+FEATURE = (
+    "Feature: Login\n  Scenario: valid password\n    Given a user\n    When she signs in\n    Then she sees home\n"
+)
 
 
 def section(tenant: Tenant, project_id: str, name: str, parent_id: str | None = None, **fields: Any) -> dict:

@@ -25,6 +25,7 @@ from litestar.template.config import TemplateConfig
 
 from tms import __version__
 from tms.api import attachments as attachments_api
+from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
@@ -102,6 +103,8 @@ def _api_router() -> Router:
             sections_api.update_section,
             sections_api.delete_section,
             cases_api.list_versions,
+            case_io_api.export_cases,
+            case_io_api.import_cases,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
