@@ -178,3 +178,35 @@ def test_import_needs_write_and_is_audited(tenant: Tenant) -> None:
     assert reader.post("/api/v1/cases/import", params={"project_id": project["id"]},
                        files={"file": ("c.csv", b"title,bdd_content\n", "text/csv")}).status_code == 403
     assert reader.get("/api/v1/cases/export", params={"project_id": project["id"]}).status_code == 200
+
+
+def test_cli_exports_and_imports(tenant: Tenant, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    project = tenant.create_project()
+    env = {**os.environ, "TMS_URL": tenant.server.url, "TMS_TOKEN": tenant.write_token}
+
+    def tms(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tms", "cases", *args], env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    dry = tms("import", str(FIXTURE), "--project", project["id"], "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "4 created" in dry.stdout and all_cases(tenant, project_id=project["id"]) == []
+    done = tms("import", str(FIXTURE), "--project", project["id"])
+    assert done.returncode == 0 and "4 created" in done.stdout
+    out = tmp_path / "cases.csv"
+    exported = tms("export", "--project", project["id"], "--output", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert out.read_text().startswith(HEADER) and out.read_text().count("C-10") == 4
+    back = tms("import", str(out), "--project", project["id"])
+    assert back.returncode == 0 and "0 created, 0 updated, 4 unchanged" in back.stdout
+    bad = tmp_path / "bad.csv"
+    bad.write_text(csv_of(["", "t", "", "", "URGENT", "", "", "", "", "", FEATURE]))
+    rejected = tms("import", str(bad), "--project", project["id"], "--strict")
+    assert rejected.returncode == 3 and "row 2: priority" in rejected.stderr
+    assert tms("export", "--project", "nope").returncode == 1
+    assert subprocess.run([sys.executable, "-m", "tms", "cases", "export", "--project", "x"], capture_output=True,
+                          env={k: v for k, v in env.items() if k not in ("TMS_URL", "TMS_TOKEN")}).returncode == 2
