@@ -51,6 +51,7 @@ from tms.web import auth as web_auth
 from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
+from tms.web import library as web_library
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
@@ -123,6 +124,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
+        web_library.router(),
         web_cases.router(),
         web_runs.router(),
         web_webhooks.router(),

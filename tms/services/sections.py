@@ -215,3 +215,29 @@ async def delete_section(db: Database, tenant_id: str, section_id: str) -> None:
         await audit.record(tx, tenant_id, "section.deleted", "section", section_id,
                            {"name": [row["name"], None], "cases_moved": len(case_ids),
                             "subsections_moved": len(children)})
+
+
+async def pickable(db: Database, tenant_id: str, projects: list[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every section of the tenant for a picker: [(project name, [(section id, indented label)])]."""
+    rows = await section_store.list_for_tenant(db, tenant_id)
+    by_project: dict[str, list[Row]] = {}
+    for row in rows:
+        by_project.setdefault(row["project_id"], []).append(row)
+    groups = []
+    for project in projects:
+        ordered_rows = ordered(by_project.get(project.id, []))
+        if ordered_rows:
+            groups.append((project.name, [(r["id"], "\u2003" * depth_of(r["path"]) + r["name"]) for r in ordered_rows]))
+    return groups
+
+
+async def path_names(db: Database, tenant_id: str, section_id: str | None) -> list[tuple[str, str]]:
+    """[(id, name)] from the root down to the section (the breadcrumb of a case's section)."""
+    if not section_id:
+        return []
+    row = await section_store.get_section(db, tenant_id, section_id)
+    if row is None:
+        return []
+    ids = row["path"].strip("/").split("/")
+    names = {r["id"]: r["name"] for r in await section_store.get_many(db, tenant_id, ids)}
+    return [(i, names[i]) for i in ids if i in names]

@@ -127,3 +127,7 @@ async def case_ids_in(tx: Transaction, tenant_id: str, section_id: str) -> list[
         "SELECT id FROM test_cases WHERE section_id = ? AND tenant_id = ?", (section_id, tenant_id)
     )
     return [row["id"] for row in rows]
+
+
+async def list_for_tenant(db: Database, tenant_id: str) -> list[Row]:
+    return await db.fetch_all(f"SELECT {COLUMNS} FROM sections WHERE tenant_id = ? ORDER BY path", (tenant_id,))
