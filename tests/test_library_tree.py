@@ -197,3 +197,26 @@ def test_filters_combine_and_sort(tenant: Tenant) -> None:
                 {"order": "up"}):
         problem = assert_problem(tenant.api.get("/api/v1/cases", params=bad), 400)
         assert problem["errors"][0]["field"] == next(iter(bad))
+
+
+def test_results_record_the_case_version_they_ran_against(tenant: Tenant) -> None:
+    project = tenant.create_project()
+    one = case(tenant, project_id=project["id"], code="VER-1")
+    ingest = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": [
+        {"test_case_code": "VER-1", "status": "PASSED"}, {"title": "unlinked", "status": "PASSED"}]})
+    assert ingest.status_code == 201, ingest.text
+    first_run = ingest.json()["run_id"]
+    tenant.api.patch(f"/api/v1/cases/{one['id']}", json={"title": "Changed"})
+    run = tenant.api.post("/api/v1/runs", json={"project_id": project["id"], "name": "r"}).json()["data"]
+    posted = tenant.api.post(f"/api/v1/runs/{run['id']}/results",
+                             json={"results": [{"test_case_code": "VER-1", "status": "FAILED"}]})
+    assert posted.status_code == 201, posted.text
+    old = tenant.api.get(f"/api/v1/runs/{first_run}/results").json()["data"]
+    assert {r["title"]: r["case_version"] for r in old} == {"Login works": 1, "unlinked": None}
+    new = tenant.api.get(f"/api/v1/runs/{run['id']}/results").json()["data"]
+    assert new[0]["case_version"] == 2
+    # re-writing the result stamps the version current at that write
+    tenant.api.patch(f"/api/v1/cases/{one['id']}", json={"title": "Changed again"})
+    tenant.api.post(f"/api/v1/runs/{run['id']}/results",
+                    json={"results": [{"test_case_code": "VER-1", "status": "PASSED"}]})
+    assert tenant.api.get(f"/api/v1/runs/{run['id']}/results").json()["data"][0]["case_version"] == 3
