@@ -36,6 +36,7 @@ from tms.services.errors import InvalidInput, NotFound, TooLarge
 from tms.services.gherkin import validate_gherkin
 from tms.services.sections import PATH_SEPARATOR, clean_name
 from tms.store import cases as case_store
+from tms.store import projects as project_store
 from tms.store import sections as section_store
 
 COLUMNS = ("code", "title", "section", "status", "priority", "layer", "is_e2e", "automation_status", "tags",
@@ -89,7 +90,7 @@ def _export_row(row: Row, paths: dict[str, str]) -> list[str]:
 async def check_project(db: Database | Transaction, tenant_id: str, project_id: str | None) -> None:
     if not project_id:
         raise InvalidInput("project_id is required", field="project_id")
-    if not await db.fetch_value("SELECT 1 FROM projects WHERE tenant_id = ? AND id = ?", (tenant_id, project_id)):
+    if not await project_store.project_exists(db, tenant_id, project_id):
         raise NotFound(f"project {project_id} not found", field="project_id")
 
 

@@ -18,6 +18,7 @@ from tms.services import audit
 from tms.services.cases import record_versions
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.store import cases as case_store
+from tms.store import projects as project_store
 from tms.store import sections as section_store
 
 PATH_SEPARATOR = " / "
@@ -70,7 +71,7 @@ def _sections(rows: list[Row], counts: dict[str | None, int]) -> list[Section]:
 
 
 async def _project_or_404(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
-    if not await db.fetch_value("SELECT 1 FROM projects WHERE tenant_id = ? AND id = ?", (tenant_id, project_id)):
+    if not await project_store.project_exists(db, tenant_id, project_id):
         raise NotFound(f"project {project_id} not found", field="project_id")
 
 
@@ -100,12 +101,7 @@ async def _section_or_404(db: Database | Transaction, tenant_id: str, section_id
 async def _one(db: Database | Transaction, tenant_id: str, section_id: str) -> Section:
     row = await _section_or_404(db, tenant_id, section_id)
     ids = await section_store.subtree_ids(db, tenant_id, row["project_id"], row["path"])
-    counts = await db.fetch_all(
-        "SELECT section_id, COUNT(*) AS n FROM test_cases WHERE section_id IN (SELECT value FROM json_each(?)) "
-        "AND tenant_id = ? GROUP BY section_id",
-        (msgspec.json.encode(ids).decode(), tenant_id),
-    )
-    by_section = {c["section_id"]: c["n"] for c in counts}
+    by_section = await section_store.counts_in(db, tenant_id, ids)
     return Section(
         id=row["id"], project_id=row["project_id"], parent_id=row["parent_id"], name=row["name"],
         description=row["description"], position=row["position"], case_count=by_section.get(row["id"], 0),
@@ -193,9 +189,7 @@ async def delete_section(db: Database, tenant_id: str, section_id: str) -> None:
         row = await _section_or_404(tx, tenant_id, section_id)
         parent_id = row["parent_id"]
         parent_prefix = row["path"][: -len(section_id) - 1]
-        children = await tx.fetch_all(
-            "SELECT name FROM sections WHERE tenant_id = ? AND parent_id = ?", (tenant_id, section_id)
-        )
+        children = await section_store.children_of(tx, tenant_id, section_id)
         for child in children:
             other = await section_store.sibling_named(tx, tenant_id, row["project_id"], parent_id, child["name"])
             if other is not None and other != section_id:

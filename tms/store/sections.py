@@ -131,3 +131,19 @@ async def case_ids_in(tx: Transaction, tenant_id: str, section_id: str) -> list[
 
 async def list_for_tenant(db: Database, tenant_id: str) -> list[Row]:
     return await db.fetch_all(f"SELECT {COLUMNS} FROM sections WHERE tenant_id = ? ORDER BY path", (tenant_id,))
+
+
+async def counts_in(db: Database | Transaction, tenant_id: str, section_ids: list[str]) -> dict[str, int]:
+    """Cases filed directly in each of these sections."""
+    rows = await db.fetch_all(
+        "SELECT section_id, COUNT(*) AS n FROM test_cases WHERE section_id IN (SELECT value FROM json_each(?)) "
+        "AND tenant_id = ? GROUP BY section_id",
+        (json.dumps(section_ids), tenant_id),
+    )
+    return {row["section_id"]: row["n"] for row in rows}
+
+
+async def children_of(db: Database | Transaction, tenant_id: str, section_id: str) -> list[Row]:
+    return await db.fetch_all(
+        f"SELECT {COLUMNS} FROM sections WHERE tenant_id = ? AND parent_id = ?", (tenant_id, section_id)
+    )
