@@ -220,3 +220,17 @@ def test_results_record_the_case_version_they_ran_against(tenant: Tenant) -> Non
     tenant.api.post(f"/api/v1/runs/{run['id']}/results",
                     json={"results": [{"test_case_code": "VER-1", "status": "PASSED"}]})
     assert tenant.api.get(f"/api/v1/runs/{run['id']}/results").json()["data"][0]["case_version"] == 3
+
+
+def test_search_within_a_project_follows_moves_between_projects(tenant: Tenant) -> None:
+    one, two = tenant.create_project("One"), tenant.create_project("Two")
+    moved = case(tenant, project_id=one["id"], title="Travelling walrus")
+    case(tenant, project_id=two["id"], title="Resident walrus")
+    assert len(codes(tenant, q="walrus", project_id=one["id"])) == 1
+    tenant.api.patch(f"/api/v1/cases/{moved['id']}", json={"project_id": two["id"]})
+    assert codes(tenant, q="walrus", project_id=one["id"]) == []
+    assert len(codes(tenant, q="walrus", project_id=two["id"])) == 2
+    page = tenant.api.get("/api/v1/cases", params={"q": "walrus", "project_id": two["id"], "limit": 1,
+                                                   "offset": 1}).json()
+    assert page["pagination"]["total"] == 2 and len(page["data"]) == 1
+    assert codes(tenant, q="walrus", project_id='x" OR tenant : "y') == []

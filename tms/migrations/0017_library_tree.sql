@@ -88,30 +88,32 @@ CREATE TRIGGER test_cases_tags_delete AFTER DELETE ON test_cases BEGIN
 END;
 
 -- Full-text search over title, code, Gherkin, tags and ticket keys (q on GET /cases and the cases page).
--- The tenant id is a column too: a search is "tenant:<id> AND words", so the index itself keeps
--- tenants apart. Keyed by the case's rowid (VACUUM keeps rowids); kept by triggers like case_tags.
+-- The tenant and project ids are columns too: a search is "tenant:<id> [AND project:<id>] AND words",
+-- so the index itself keeps tenants apart, and a search within a project (the common case) is answered
+-- by the index alone, page and count. Keyed by the case's rowid (VACUUM keeps rowids); kept by
+-- triggers like case_tags.
 CREATE VIRTUAL TABLE test_cases_fts USING fts5 (
-    tenant, code, title, bdd_content, tags, tickets,
+    tenant, project, code, title, bdd_content, tags, tickets,
     tokenize = 'porter unicode61',
     prefix = '2 3'
 );
 
-INSERT INTO test_cases_fts (rowid, tenant, code, title, bdd_content, tags, tickets)
-SELECT rowid, tenant_id, code, title, bdd_content,
+INSERT INTO test_cases_fts (rowid, tenant, project, code, title, bdd_content, tags, tickets)
+SELECT rowid, tenant_id, coalesce(project_id, ''), code, title, bdd_content,
        (SELECT group_concat(value, ' ') FROM json_each(test_cases.tags)),
        (SELECT group_concat(json_extract(value, '$.key'), ' ') FROM json_each(test_cases.tickets))
 FROM test_cases;
 
 CREATE TRIGGER test_cases_fts_insert AFTER INSERT ON test_cases BEGIN
-    INSERT INTO test_cases_fts (rowid, tenant, code, title, bdd_content, tags, tickets)
-    VALUES (NEW.rowid, NEW.tenant_id, NEW.code, NEW.title, NEW.bdd_content,
+    INSERT INTO test_cases_fts (rowid, tenant, project, code, title, bdd_content, tags, tickets)
+    VALUES (NEW.rowid, NEW.tenant_id, coalesce(NEW.project_id, ''), NEW.code, NEW.title, NEW.bdd_content,
             (SELECT group_concat(value, ' ') FROM json_each(NEW.tags)),
             (SELECT group_concat(json_extract(value, '$.key'), ' ') FROM json_each(NEW.tickets)));
 END;
-CREATE TRIGGER test_cases_fts_update AFTER UPDATE OF code, title, bdd_content, tags, tickets ON test_cases BEGIN
+CREATE TRIGGER test_cases_fts_update AFTER UPDATE OF project_id, code, title, bdd_content, tags, tickets ON test_cases BEGIN
     DELETE FROM test_cases_fts WHERE rowid = OLD.rowid;
-    INSERT INTO test_cases_fts (rowid, tenant, code, title, bdd_content, tags, tickets)
-    VALUES (NEW.rowid, NEW.tenant_id, NEW.code, NEW.title, NEW.bdd_content,
+    INSERT INTO test_cases_fts (rowid, tenant, project, code, title, bdd_content, tags, tickets)
+    VALUES (NEW.rowid, NEW.tenant_id, coalesce(NEW.project_id, ''), NEW.code, NEW.title, NEW.bdd_content,
             (SELECT group_concat(value, ' ') FROM json_each(NEW.tags)),
             (SELECT group_concat(json_extract(value, '$.key'), ' ') FROM json_each(NEW.tickets)));
 END;

@@ -243,7 +243,7 @@ class CaseQuery:
 _WORD = re.compile(r"\w", re.UNICODE)
 
 
-def fts_query(tenant_id: str, q: str) -> str | None:
+def fts_query(tenant_id: str, q: str, project_id: str | None = None) -> str | None:
     """``q`` as an FTS5 query: every word must match (the last one also as a prefix, for type-ahead).
 
     Each word becomes a quoted phrase, so no FTS5 operator or syntax in user input is interpreted.
@@ -255,7 +255,8 @@ def fts_query(tenant_id: str, q: str) -> str | None:
         return None
     phrases = [f'"{w}"' for w in words]
     phrases[-1] += "*"
-    return f'tenant : "{tenant_id}" AND {{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
+    scope = f'tenant : "{tenant_id}"' + (f' AND project : "{project_id}"' if project_id else "")
+    return f'{scope} AND {{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
 
 
 async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, offset: int,
@@ -268,7 +269,9 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
         raise InvalidInput(f"sort must be one of {', '.join(case_store.SORTS)}", field="sort")
     fts = None
     if query.q is not None and query.q.strip():
-        fts = fts_query(tenant_id, query.q)
+        if query.project_id is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", query.project_id):
+            return [], 0  # not an id: matches nothing (and never reaches the FTS syntax)
+        fts = fts_query(tenant_id, query.q, query.project_id)
         if fts is None:
             return [], 0
     section_ids = section_range = None
