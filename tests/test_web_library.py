@@ -36,8 +36,10 @@ def test_sections_are_made_and_moved_from_the_cases_page(tenant: Tenant) -> None
     child = next(s for s in tenant.api.get("/api/v1/sections", params={"project_id": project["id"]}).json()["data"]
                  if s["name"] == "Cards")
     case(tenant, section_id=child["id"], title="Pay by card")
+    follow(web, web.post("/cases/sections", data={"project_id": project["id"], "name": "<b>bold</b>"}))
     listing = web.get(f"/cases?project_id={project['id']}", headers=HTML).text
     assert "Checkout" in listing and "Cards" in listing
+    assert "&lt;b&gt;bold&lt;/b&gt;" in listing and "<b>bold</b>" not in listing
     # a section cannot move under its own subsection: the form says so next to the field
     edit = web.get(f"/cases/sections/{top['id']}", headers=HTML)
     assert edit.status_code == 200 and every_post_form_has_csrf(edit.text)

@@ -31,6 +31,9 @@ CREATE INDEX test_cases_project_section ON test_cases (tenant_id, project_id, se
 CREATE INDEX test_cases_project_priority ON test_cases (tenant_id, project_id, priority);
 CREATE INDEX test_cases_project_automation ON test_cases (tenant_id, project_id, automation_status);
 CREATE INDEX test_cases_project_layer ON test_cases (tenant_id, project_id, layer);
+-- sorted pages of a project read in index order (entries end with the rowid, the tie-breaker)
+CREATE INDEX test_cases_project_title ON test_cases (tenant_id, project_id, title COLLATE NOCASE);
+CREATE INDEX test_cases_project_updated ON test_cases (tenant_id, project_id, updated_at);
 
 -- Every state a case has had: version 1 on create, one row per change, with who made it.
 CREATE TABLE case_versions (

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlencode
 
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
+from markupsafe import Markup, escape
 
 from tms.models.cases import CaseCreate, CaseUpdate
 from tms.services import cases as case_service
@@ -117,26 +118,53 @@ def view_from_query(query_string: str) -> ListView:
     return ListView(params, query, limit, offset)
 
 
-def tree_nodes(sections: list[Any]) -> list[dict[str, Any]]:
-    """The flat, parents-first list as nested nodes for the tree's recursive template."""
-    nodes: dict[str, dict[str, Any]] = {}
-    roots: list[dict[str, Any]] = []
-    for section in sections:
-        node = {"section": section, "children": []}
-        nodes[section.id] = node
-        parent = nodes.get(section.parent_id) if section.parent_id else None
-        (parent["children"] if parent else roots).append(node)
-    return roots
-
-
-def open_path(sections: list[Any], selected: str | None) -> set[str]:
-    """The selected section and its ancestors: the tree opens down to it."""
+def tree_html(sections: list[Any], selected: str | None) -> Markup:
+    """The section tree as nested lists, built here rather than by a recursive template macro: a
+    2,000-section tree is one string join instead of thousands of macro calls. Names are escaped."""
     parents = {s.id: s.parent_id for s in sections}
     opened: set[str] = set()
-    while selected and selected not in opened:
-        opened.add(selected)
-        selected = parents.get(selected)
-    return opened
+    node = selected
+    while node and node not in opened:  # the tree opens down to the selected section
+        opened.add(node)
+        node = parents.get(node)
+    has_children = {s.parent_id for s in sections if s.parent_id}
+    out: list[str] = []
+    stack: list[str] = []  # ids of the open <details> from the root down
+    for s in sections:
+        while stack and stack[-1] != s.parent_id:
+            stack.pop()
+            out.append("</ul></details></li>")
+        current = ' aria-current="page"' if s.id == selected else ""
+        link = (f'<a href="/cases?project_id={escape(s.project_id)}&amp;section_id={escape(s.id)}&amp;sub=1" '
+                f'class="tree-link"{current}><span class="tree-name">{escape(s.name)}</span> '
+                f'<span class="count" title="{s.case_count} here, {s.subtree_case_count} with subsections">'
+                f"{s.subtree_case_count}</span></a>")
+        if s.id in has_children:
+            is_open = " open" if s.id in opened or s.depth == 0 else ""
+            out.append(f'<li data-section-id="{escape(s.id)}"><details{is_open}><summary>{link}</summary><ul>')
+            stack.append(s.id)
+        else:
+            out.append(f'<li data-section-id="{escape(s.id)}"><span class="tree-leaf">{link}</span></li>')
+    out.extend("</ul></details></li>" for _ in stack)
+    return Markup("".join(out))  # noqa: S704 - every value interpolated above is escaped
+
+
+def section_options(pickable: list[tuple[str, list[tuple[str, str]]]], *, prefix: str = "",
+                    selected: str | None = None, only_project: str | None = None, grouped: bool = True) -> Markup:
+    """<option>s of a section picker, built once per page (the tree's sections can be thousands)."""
+    out: list[str] = []
+    for project_name, options in pickable:
+        if only_project is not None and project_name != only_project:
+            continue
+        if grouped:
+            out.append(f'<optgroup label="{escape(project_name)}">')
+        for section_id, label in options:
+            chosen = " selected" if section_id == selected else ""
+            text = label if grouped else f"{project_name} \u203a {label.strip(chr(0x2003))}"
+            out.append(f'<option value="{escape(prefix + section_id)}"{chosen}>{escape(text)}</option>')
+        if grouped:
+            out.append("</optgroup>")
+    return Markup("".join(out))  # noqa: S704 - every value interpolated above is escaped
 
 
 @get("/")
@@ -161,8 +189,11 @@ async def list_cases(request: AnyRequest) -> Template:
     return render(
         request, "cases/list.html", active_nav="cases", cases=cases, view=view, query=view.params,
         projects=projects, project_names={p.id: p.name for p in projects}, tree_project=tree_project,
-        tree=tree_nodes(sections), opened=open_path(sections, view.query.section_id), unfiled=unfiled,
-        in_project=in_project, section_names={s.id: s.name for s in sections}, pickable=all_sections,
+        tree=tree_html(sections, view.query.section_id), unfiled=unfiled, in_project=in_project,
+        section_names={s.id: s.name for s in sections},
+        move_options=section_options(all_sections, prefix="move:", grouped=False),
+        parent_options=section_options(all_sections, selected=view.query.section_id, grouped=False,
+                                       only_project=tree_project.name if tree_project else ""),
         pager=page_numbers(total, view.limit, view.offset), pager_query=view.query_string,
         filtered=filtered, page_sizes=PAGE_SIZES, sort_columns=SORT_COLUMNS, **CHOICES,
     )
