@@ -18,6 +18,7 @@ from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services import sections as section_service
 from tms.services.errors import DomainError, NotFound
+from tms.services.paging import page_offset
 from tms.store import case_views
 from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.web.gherkin_html import error_lines, highlight
@@ -95,7 +96,7 @@ def view_from_query(query_string: str) -> ListView:
     order = "asc" if get("order") == "asc" else ("desc" if get("order") == "desc" or sort == "created_at" else "asc")
     try:
         limit = int(get("limit") or PAGE_SIZE)
-        offset = max(0, int(get("offset") or 0))
+        offset = page_offset(int(get("offset") or 0))
     except ValueError:
         limit, offset = PAGE_SIZE, 0
     limit = limit if limit in PAGE_SIZES else PAGE_SIZE
