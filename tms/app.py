@@ -28,6 +28,8 @@ from tms.api import attachments as attachments_api
 from tms.api import cases as cases_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
+from tms.api import milestones as milestones_api
+from tms.api import plans as plans_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
@@ -95,6 +97,18 @@ def _api_router() -> Router:
             results_api.post_results,
             ingest_api.ingest,
             retention_api.sweep,
+            projects_api.get_project,
+            projects_api.update_project,
+            milestones_api.list_milestones,
+            milestones_api.create_milestone,
+            milestones_api.get_milestone,
+            milestones_api.update_milestone,
+            milestones_api.delete_milestone,
+            plans_api.list_plans,
+            plans_api.create_plan,
+            plans_api.get_plan,
+            plans_api.update_plan,
+            plans_api.delete_plan,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
