@@ -51,6 +51,8 @@ from tms.web import auth as web_auth
 from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
+from tms.web import milestones as web_milestones
+from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
@@ -134,6 +136,8 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_milestones.router(),
+        web_plans.router(),
     ]
 
 

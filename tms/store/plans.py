@@ -135,3 +135,21 @@ async def delete_plan(tx: Transaction, tenant_id: str, plan_id: str) -> int:
                             (plan_id, tenant_id))
     await tx.execute("DELETE FROM test_plans WHERE tenant_id = ? AND id = ?", (tenant_id, plan_id))
     return runs
+
+
+async def project_tags(db: Database, tenant_id: str, project_id: str, limit: int = 200) -> list[str]:
+    """The distinct tags of a project's cases, for the plan form's hint."""
+    packed = await db.fetch_value(
+        "SELECT json_group_array(value) FROM (SELECT DISTINCT t.value FROM test_cases c, json_each(c.tags) t "
+        "WHERE c.tenant_id = ? AND c.project_id = ? ORDER BY t.value LIMIT ?)",
+        (tenant_id, project_id, limit),
+    )
+    return _ids.decode(packed or "[]")
+
+
+async def project_sections(db: Database, tenant_id: str, project_id: str) -> list[Row]:
+    """id, parent_id, name of the project's sections, for the plan form (only when sections exist)."""
+    return await db.fetch_all(
+        "SELECT id, parent_id, name FROM sections WHERE tenant_id = ? AND project_id = ? ORDER BY position, name",
+        (tenant_id, project_id),
+    )
