@@ -77,7 +77,7 @@ async def _list_page(request: AnyRequest, *, project_id: str | None, status: str
     active = next((p for p in projects if p.active), None)
     today = datetime.date.today().isoformat()
     query = {"project_id": project_id or "", "status": status or ""}
-    default_project = project_id or (active.id if active else "")
+    default_project = project_id or (active.id if active else projects[0].id if len(projects) == 1 else "")
     return render(
         request, "milestones/list.html", status_code=status_code, active_nav="milestones", milestones=milestones,
         projects=projects, project_names={p.id: p.name for p in all_projects}, statuses=MILESTONE_STATUSES,
