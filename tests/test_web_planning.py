@@ -83,7 +83,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
             return [name for (name,) in conn.execute(
                 "SELECT a.storage_name FROM attachments a WHERE a.result_id IN (SELECT r.id FROM test_results r "
                 "JOIN test_runs t ON t.id = r.run_id WHERE t.project_id = ? UNION SELECT n.id FROM "
-                "native_test_results n WHERE n.project_id = ?)", (project_id, project_id))]
+                "unlinked_test_results n WHERE n.project_id = ?)", (project_id, project_id))]
 
     doomed_files = stored(doomed["id"])
     assert len(doomed_files) == 2 and all((files / name).is_file() for name in doomed_files)
@@ -104,7 +104,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
     with sqlite3.connect(tenant.server.db_path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM attachments WHERE storage_name IN (?, ?)",
                             doomed_files).fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM native_test_results WHERE project_id = ?",
+        assert conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE project_id = ?",
                             (doomed["id"],)).fetchone()[0] == 0
     # the other project is untouched, its file included
     assert tenant.api.get(f"/api/v1/cases/{other_case['id']}").status_code == 200

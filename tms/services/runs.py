@@ -14,6 +14,7 @@ from tms.services import events
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.milestones import require_milestone
 from tms.services.paging import check_choice, page_window
+from tms.services.result_rows import placeholder_row
 from tms.store import cases as case_store
 from tms.store import projects as project_store
 from tms.store import results as result_store
@@ -98,8 +99,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
 
     run_id, now = new_id(), now_iso()
     rows = [
-        (result_id, tenant_id, run_id, case["id"], case["code"], case["title"], "UNKNOWN", None, None, None, None,
-         None, None, None, None, now, now)
+        placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
     async with db.transaction() as tx:

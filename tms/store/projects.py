@@ -108,7 +108,7 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         "DELETE FROM attachments WHERE tenant_id = ? AND result_id IN ("
         "SELECT r.id FROM test_runs t JOIN test_results r ON r.run_id = t.id "
         "WHERE t.tenant_id = ? AND t.project_id = ? "
-        "UNION ALL SELECT n.id FROM test_runs t JOIN native_test_results n ON n.run_id = t.id "
+        "UNION ALL SELECT n.id FROM test_runs t JOIN unlinked_test_results n ON n.run_id = t.id "
         "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name",
         (tenant_id, *params, *params),
     )
@@ -118,7 +118,7 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         params,
     )
     await tx.execute(
-        "DELETE FROM native_test_results WHERE run_id IN "
+        "DELETE FROM unlinked_test_results WHERE run_id IN "
         "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
         params,
     )

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso, new_id, now_iso
+from tms.metrics import DELIVERIES
 from tms.store import webhooks as store
 from tms.webhooks import delivery
 from tms.webhooks.gauge import RequestGauge
@@ -190,7 +191,7 @@ class Dispatcher:
 
     async def _fan_out(self) -> None:
         """One delivery per (event, active subscription to it); events without one are just marked."""
-        while await self._db.fetch_value("SELECT EXISTS (SELECT 1 FROM events WHERE fanned_out = 0)"):
+        while await store.any_unfanned_event(self._db):
             async with self._db.transaction() as tx:
                 event_ids = await store.unfanned_event_ids(tx, FANOUT_BATCH)
                 if not event_ids:
@@ -349,6 +350,7 @@ class Dispatcher:
         if not outcome.ok:
             log.info("webhook delivery %s attempt %d failed (%s); %s", row["id"], number, outcome.error,
                      f"retry at {next_attempt_at}" if next_attempt_at else "giving up")
+        DELIVERIES.labels(outcome={"delivered": "delivered", "pending": "retrying"}.get(status, "failed")).inc()
         return {
             "delivery_id": row["id"],
             "attempt": number,
