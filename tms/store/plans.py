@@ -41,19 +41,24 @@ async def runs_of(db: Database | Transaction, tenant_id: str, plan_ids: list[str
 async def resolve_refs(
     db: Database | Transaction, tenant_id: str, refs: list[str]
 ) -> list[tuple[str, str, str | None]]:
-    """(id, code, project_id) of the cases named by cuid or code; two indexed queries, JSON in and out."""
+    """(id, code, project_id) of the cases named by code or cuid: one indexed query for the codes, a
+    second by primary key only for the refs that matched no code. JSON arrays in and out."""
     if not refs:
         return []
-    found: list[tuple[str, str, str | None]] = []
-    for column in ("code", "id"):
-        # "+tenant_id" on the id look-up: by primary key, not by walking the tenant's index
-        tenant = "tenant_id" if column == "code" else "+tenant_id"
-        packed = await db.fetch_value(
+    found = _triples.decode(await db.fetch_value(
+        "SELECT json_group_array(json_array(id, code, project_id)) FROM test_cases "
+        "WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(refs)),
+    ) or "[]")
+    codes = {code for _, code, _ in found}
+    rest = [ref for ref in refs if ref not in codes]
+    if rest:
+        # "+tenant_id": look ids up by primary key, not by walking the tenant's index
+        found.extend(_triples.decode(await db.fetch_value(
             "SELECT json_group_array(json_array(id, code, project_id)) FROM test_cases "
-            f"WHERE {tenant} = ? AND {column} IN (SELECT value FROM json_each(?))",
-            (tenant_id, json.dumps(refs)),
-        )
-        found.extend(_triples.decode(packed or "[]"))
+            "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (tenant_id, json.dumps(rest)),
+        ) or "[]"))
     return found
 
 
