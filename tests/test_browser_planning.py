@@ -63,6 +63,7 @@ def test_milestone_and_plan_across_two_environments(lead: Tenant, page: Any) -> 
     assert "NOPE-9" in page.locator("#f-case_codes-error").inner_text()
     assert page.get_by_label("Tags").input_value() == "smoke"
     assert page.get_by_label("production").is_checked()
+    shot(page, "plan-new-error")
     page.get_by_label("Case codes").fill("SHOP-1")
     page.get_by_role("button", name="Create plan and start its runs").click()
     assert page.get_by_text("started: 2 runs of 3 cases").is_visible()
@@ -103,3 +104,4 @@ def test_milestone_and_plan_across_two_environments(lead: Tenant, page: Any) -> 
                  f"/projects/{project['id']}/edit"):
         page.goto(base + path)
         assert no_horizontal_overflow(page), path
+    shot(page, "project-settings-375")

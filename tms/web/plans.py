@@ -124,8 +124,9 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
             return done(request, f"/plans/{plan.id}", f"Plan “{plan.name}” started: {len(plan.run_ids)} "
                                                       f"{'run' if len(plan.run_ids) == 1 else 'runs'} of "
                                                       f"{plan.case_count} cases.")
-    if "case_ids" in errors:
-        errors["case_codes"] = errors.pop("case_ids")
+    if "case_ids" in errors:  # the API's message names its field; the form's field is the codes box
+        message = errors.pop("case_ids").removeprefix("case_ids: ")
+        errors["case_codes"] = message[:1].upper() + message[1:]
     chosen = {"environments": multi.get("environments", []), "section_ids": multi.get("section_ids", [])}
     return await _new_page(request, project_id or None, form, chosen, errors, status_code=400)
 
