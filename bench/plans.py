@@ -31,6 +31,40 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def raw_floor(db_path: Path, tenant_id: str, project_id: str, rows: int, repeat: int) -> list[float]:
+    """What SQLite alone needs to store the plan's result rows (same schema, PRAGMAs and indexes): the
+    machine's floor for a plan at this moment, to read the HTTP numbers against on a loaded VM."""
+    import sqlite3
+
+    from tms.ids import new_id, new_ids, now_iso
+
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA cache_size = -32000")
+    cases = conn.execute("SELECT id, code, title FROM test_cases WHERE tenant_id = ? AND project_id = ? LIMIT ?",
+                         (tenant_id, project_id, rows // len(ENVIRONMENTS))).fetchall()
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        now = now_iso()
+        conn.execute("BEGIN IMMEDIATE")
+        for _env in ENVIRONMENTS:
+            run_id = new_id()
+            conn.execute("INSERT INTO test_runs (id, tenant_id, project_id, name, status, created_at, updated_at) "
+                         "VALUES (?, ?, ?, 'raw', 'PENDING', ?, ?)", (run_id, tenant_id, project_id, now, now))
+            conn.executemany(
+                "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, title, status, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'UNKNOWN', ?, ?)",
+                [(rid, tenant_id, run_id, cid, code, title, now, now)
+                 for rid, (cid, code, title) in zip(new_ids(len(cases)), cases, strict=True)])
+        conn.execute("COMMIT")
+        timings.append(time.perf_counter() - started)
+    conn.close()
+    return timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=10_000)
@@ -106,7 +140,10 @@ def main() -> None:
                 rows.append(("web page /plans/{id}", "< 100 ms", timings))
         finally:
             server.stop()
-    print(f"{args.library:,} cases in the project, {args.cases:,} selected\n")
+        floor = raw_floor(data / "tms.db", tenant.id, project["id"], args.cases * len(ENVIRONMENTS), args.repeat)
+    print(f"{args.library:,} cases in the project, {args.cases:,} selected")
+    print(f"raw floor: plain sqlite3 executemany of the same {args.cases * len(ENVIRONMENTS):,} result rows into "
+          f"the same database, one transaction: p50 {percentile(floor, 0.5) * 1000:.0f} ms\n")
     width = max(len(r[0]) for r in rows)
     print(f"| {'request':<{width}} | target | p50 | max |\n|{'-' * (width + 2)}|---|---|---|")
     for label, target, timings in rows:
