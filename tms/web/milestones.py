@@ -11,6 +11,7 @@ from litestar.response import Redirect, Template
 
 from tms.models.milestones import MILESTONE_STATUSES, MilestoneCreate, MilestoneUpdate
 from tms.services import milestones as milestone_service
+from tms.services import plans as plan_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
@@ -126,6 +127,7 @@ async def _detail_page(request: AnyRequest, milestone: Any, *, offset: int = 0, 
     db, tenant = db_of(request), tenant_of(request)
     runs, pagination = await run_service.list_runs(db, tenant, milestone_id=milestone.id, limit=PAGE_SIZE,
                                                    offset=offset)
+    plans, _ = await plan_service.list_plans(db, tenant, milestone_id=milestone.id, limit=100)
     try:
         project = await project_service.get_project(db, tenant, milestone.project_id)
     except NotFound:
@@ -133,7 +135,8 @@ async def _detail_page(request: AnyRequest, milestone: Any, *, offset: int = 0, 
     today = datetime.date.today().isoformat()
     return render(
         request, "milestones/detail.html", status_code=status_code, active_nav="milestones", milestone=milestone,
-        project=project, runs=runs, bars={run.id: bar_segments(run.counts) for run in runs},
+        project=project, runs=runs, plans=plans, plan_progress={plan.id: progress(plan.counts) for plan in plans},
+        bars={run.id: bar_segments(run.counts) for run in runs},
         progress=progress(milestone.counts), due=_due(milestone, today),
         pager=page_numbers(pagination.total, PAGE_SIZE, offset), pager_query="",
         form=form or {"name": milestone.name, "description": milestone.description or "",
