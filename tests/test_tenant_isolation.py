@@ -37,6 +37,8 @@ class Owned:
     token: str
     generation: str
     section: str = ""
+    milestone: str = ""
+    plan: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -75,8 +77,13 @@ def _owned_resources(victim: Tenant) -> Owned:
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
     conn.close()
+    milestone = api.post("/api/v1/milestones", json={"project_id": project, "name": "Secret milestone"})
+    assert milestone.status_code == 201, milestone.text
+    plan = api.post("/api/v1/plans", json={"project_id": project, "name": "Secret plan", "case_ids": [case["id"]]})
+    assert plan.status_code == 201, plan.text
     owned = Owned(project, case["id"], case["code"], run, linked["id"], unlinked["id"],
-                  upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation,
+                 milestone=milestone.json()["data"]["id"], plan=plan.json()["data"]["id"])
     owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
     return owned
 
@@ -101,6 +108,14 @@ API_ROUTES = [
     ("GET", "/api/v1/sections/{section}", None),
     ("PATCH", "/api/v1/sections/{section}", {"name": "stolen"}),
     ("DELETE", "/api/v1/sections/{section}", None),
+    ("GET", "/api/v1/projects/{project}", None),
+    ("PATCH", "/api/v1/projects/{project}", {"archived": True}),
+    ("GET", "/api/v1/milestones/{milestone}", None),
+    ("PATCH", "/api/v1/milestones/{milestone}", {"status": "COMPLETED"}),
+    ("DELETE", "/api/v1/milestones/{milestone}", None),
+    ("GET", "/api/v1/plans/{plan}", None),
+    ("PATCH", "/api/v1/plans/{plan}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/plans/{plan}", None),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -138,6 +153,18 @@ WEB_ROUTES = [
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
+    ("GET", "/projects/{project}/edit", None),
+    ("POST", "/projects/{project}/edit", {"name": "stolen"}),
+    ("POST", "/projects/{project}/archive", {}),
+    ("POST", "/projects/{project}/unarchive", {}),
+    ("POST", "/projects/{project}/delete", {"confirm_name": "Victim project"}),
+    ("GET", "/milestones/{milestone}", None),
+    ("POST", "/milestones/{milestone}/edit", {"name": "stolen"}),
+    ("POST", "/milestones/{milestone}/status", {"status": "COMPLETED"}),
+    ("POST", "/milestones/{milestone}/delete", {}),
+    ("GET", "/plans/{plan}", None),
+    ("POST", "/plans/{plan}/edit", {"name": "stolen"}),
+    ("POST", "/plans/{plan}/delete", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {
@@ -194,6 +221,13 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
     assert victim.api.get(f"/api/v1/runs/{owned.run}").json()["data"]["name"] != "stolen"
     assert victim.api.get(f"/api/v1/attachments/{owned.attachment}").status_code == 200
     assert victim.web().get("/api/webhooks").json()["data"][0]["active"] is True
+    assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["archived"] is False
+    assert victim.api.get(f"/api/v1/milestones/{owned.milestone}").json()["data"]["status"] == "OPEN"
+    assert victim.api.get(f"/api/v1/plans/{owned.plan}").json()["data"]["name"] == "Secret plan"
+    for path in ("/api/v1/milestones", "/api/v1/plans"):
+        assert attacker.api.get(path).json()["data"] == [], path
+    assert attacker.api.get("/api/v1/runs", params={"plan_id": owned.plan}).json()["data"] == []
+    assert attacker.api.get("/api/v1/runs", params={"milestone_id": owned.milestone}).json()["data"] == []
     for path in ("/api/v1/projects", "/api/v1/cases", "/api/v1/runs"):
         assert attacker.api.get(path).json()["data"] == [], path
     assert attacker.web().get("/api/webhooks").json()["data"] == []
@@ -211,6 +245,9 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
         ("/api/v1/cases", {"title": "t", "bdd_content": "Feature: F\n  Scenario: S\n", "section_id": "{section}"}),
         ("/api/v1/sections", {"project_id": "{project}", "name": "x"}),
         ("/api/v1/sections", {"project_id": "{own_project}", "name": "x", "parent_id": "{section}"}),
+        ("/api/v1/milestones", {"project_id": "{project}", "name": "m"}),
+        ("/api/v1/plans", {"project_id": "{project}", "name": "p", "tags": ["x"]}),
+        ("/api/v1/plans", {"project_id": "{own_project}", "name": "p", "case_ids": ["{case_id}"]}),
     ],
 )
 def test_another_tenants_project_or_case_cannot_be_referenced(two_tenants, path: str, body: dict) -> None:

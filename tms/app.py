@@ -27,7 +27,9 @@ from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
+from tms.api import milestones as milestones_api
 from tms.api import operations as operations_api
+from tms.api import plans as plans_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
@@ -53,6 +55,8 @@ from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import library as web_library
+from tms.web import milestones as web_milestones
+from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
@@ -103,6 +107,18 @@ def _api_router() -> Router:
             cases_api.list_versions,
             case_io_api.export_cases,
             case_io_api.import_cases,
+            projects_api.get_project,
+            projects_api.update_project,
+            milestones_api.list_milestones,
+            milestones_api.create_milestone,
+            milestones_api.get_milestone,
+            milestones_api.update_milestone,
+            milestones_api.delete_milestone,
+            plans_api.list_plans,
+            plans_api.create_plan,
+            plans_api.get_plan,
+            plans_api.update_plan,
+            plans_api.delete_plan,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -129,6 +145,8 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_milestones.router(),
+        web_plans.router(),
     ]
 
 
