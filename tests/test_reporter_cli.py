@@ -241,7 +241,7 @@ def test_207_lists_each_rejected_test_by_title(fake: FakeService) -> None:
     assert "10 results: 8 accepted, 2 rejected" in run.out
     assert ("#1 pytest > sample_checkout > test_logout_service_property [SHOP-2]: unknown test_case_code 'SHOP-2'"
             in run.out)
-    assert "#2 pytest > sample_checkout > test_pay[] [SHOP-3]: unknown test_case_code 'SHOP-3'" in run.out
+    assert "#2 pytest > sample_checkout > test_pay [SHOP-3]: unknown test_case_code 'SHOP-3'" in run.out
     assert "warning: 2 result(s) rejected" in run.err
 
     fake.script = [(207, {}, answer)]
@@ -288,13 +288,24 @@ def test_token_flag_works_and_is_never_printed(fake: FakeService) -> None:
     assert "Idempotency-Key" in run.err and "attempt 1" in run.err  # verbose tells the requests
 
 
-def test_malformed_report_names_the_file_and_line(tmp_path: Path, fake: FakeService) -> None:
+def test_malformed_report_names_the_file_and_line_and_strict_sends_nothing(tmp_path: Path, fake: FakeService) -> None:
     bad = tmp_path / "broken.xml"
     bad.write_text('<testsuite name="s">\n  <testcase name="a">\n</testsuite>\n')
-    run = tms_ingest(PYTEST, str(bad), "--project", PROJECT, url=fake.url)
+    run = tms_ingest(PYTEST, str(bad), "--project", PROJECT, "--strict", url=fake.url)
     assert run.code == 1
-    assert f"{bad}:3: malformed XML" in run.err
+    assert f"{bad}:3: malformed XML" in run.err and "nothing was sent (--strict)" in run.err
     assert fake.requests == []  # nothing half-sent
+
+
+def test_a_bad_report_does_not_hide_the_others(tmp_path: Path, fake: FakeService) -> None:
+    bad = tmp_path / "broken.xml"
+    bad.write_text('<testsuite name="s">\n  <testcase name="a">\n</testsuite>\n')
+    run = tms_ingest(PYTEST, str(bad), "--project", PROJECT, "--json", url=fake.url)
+    assert run.code == 1  # the job still fails: a report was unreadable
+    assert f"{bad}:3: malformed XML" in run.err and "the run holds the results of the others" in run.err
+    assert len(fake.ingests[0].json()["results"]) == 10  # the good report was sent
+    summary = json.loads(run.out)
+    assert summary["unreadable"] == [{"file": str(bad), "line": 3, "reason": summary["unreadable"][0]["reason"]}]
 
 
 def test_xml_bomb_is_refused_cleanly(tmp_path: Path, fake: FakeService) -> None:
@@ -398,6 +409,15 @@ def test_every_ingest_option_and_exit_code_is_documented() -> None:
                 assert f"`{option}" in docs, f"{option} is not in docs/reporter.md"
     for code in range(5):
         assert f"\n| {code} | " in docs, f"exit status {code} is not in docs/reporter.md"
+
+
+def test_attachments_are_named_when_the_service_gives_no_result_ids(fake: FakeService) -> None:
+    report = ROOT / "tests" / "fixtures" / "playwright" / "playwright.json"
+    run = tms_ingest(str(report), "--project", PROJECT, url=fake.url)
+    assert run.code == 0, run.err  # skipped attachments never fail the job: the results are stored
+    assert [r.path for r in fake.requests] == ["/api/v1/ingest"]  # nothing uploaded blind
+    assert "attachments: 0 uploaded, 20 skipped" in run.out
+    assert "trace.zip: the service's answer names no result ids (an older service)" in run.out
 
 
 def test_project_by_name_is_looked_up_and_an_id_is_sent_as_is(fake: FakeService) -> None:

@@ -50,7 +50,7 @@ def test_reports_of_three_frameworks_become_one_run(tenant: Tenant) -> None:
     summary = json.loads(done.stdout)
     assert summary["results"] == 22 and summary["rejected"] == 1 and summary["accepted"] == 21
     [error] = summary["errors"]
-    assert error["test_case_code"] == "SHOP-3" and error["title"] == "pytest > sample_checkout > test_pay[]"
+    assert error["test_case_code"] == "SHOP-3" and error["title"] == "pytest > sample_checkout > test_pay"
     assert "SHOP-3" in error["error"]
     assert summary["url"] == f"{tenant.server.url}/runs/{summary['run_id']}"
     assert "1 result(s) rejected" in done.stderr

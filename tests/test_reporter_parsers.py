@@ -408,7 +408,7 @@ def test_detect_by_content_not_extension(tmp_path: Path) -> None:
     found = [write(tmp_path, "package.json", "{}"), write(tmp_path, "r.xml", "<testsuite/>")]
     reports, skipped = classify(found, explicit=set())
     assert [r.path for r in reports] == [found[1]] and skipped == [found[0]]
-    with pytest.raises(ReportError, match="not a JUnit XML or Cucumber JSON report"):
+    with pytest.raises(ReportError, match="not a test report of a known format"):
         classify(found, explicit={found[0]})
 
 

@@ -23,14 +23,18 @@ from litestar.template.config import TemplateConfig
 
 from tms import __version__
 from tms.api import attachments as attachments_api
+from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
+from tms.api import milestones as milestones_api
 from tms.api import operations as operations_api
+from tms.api import plans as plans_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
+from tms.api import sections as sections_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import inflation_slots, strict_json_body
 from tms.api.openapi import JsonDocument
@@ -50,6 +54,9 @@ from tms.web import auth as web_auth
 from tms.web import cases as web_cases
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
+from tms.web import library as web_library
+from tms.web import milestones as web_milestones
+from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
 from tms.web import tokens as web_tokens
@@ -92,6 +99,26 @@ def _api_router() -> Router:
             results_api.post_results,
             ingest_api.ingest,
             retention_api.sweep,
+            sections_api.list_sections,
+            sections_api.create_section,
+            sections_api.get_section,
+            sections_api.update_section,
+            sections_api.delete_section,
+            cases_api.list_versions,
+            case_io_api.export_cases,
+            case_io_api.import_cases,
+            projects_api.get_project,
+            projects_api.update_project,
+            milestones_api.list_milestones,
+            milestones_api.create_milestone,
+            milestones_api.get_milestone,
+            milestones_api.update_milestone,
+            milestones_api.delete_milestone,
+            plans_api.list_plans,
+            plans_api.create_plan,
+            plans_api.get_plan,
+            plans_api.update_plan,
+            plans_api.delete_plan,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -110,6 +137,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
+        web_library.router(),
         web_cases.router(),
         web_runs.router(),
         web_webhooks.router(),
@@ -117,6 +145,8 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_milestones.router(),
+        web_plans.router(),
     ]
 
 

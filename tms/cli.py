@@ -62,6 +62,22 @@ def _build_parser() -> argparse.ArgumentParser:
 
     ingest = commands.add_parser("ingest", help="parse JUnit XML / Cucumber JSON reports and post one ingest")
     add_ingest_arguments(ingest)
+
+    from tms.reporter.library import add_cases_arguments
+
+    cases = commands.add_parser("cases", help="export or import a project's test cases (CSV, TestRail XML)")
+    add_cases_arguments(cases)
+
+    from tms.reporter.runs import add_run_arguments
+
+    run = commands.add_parser("run", help="create a run for CI shards, and complete it after them")
+    add_run_arguments(run)
+
+    from tms.mcp.cli import add_mcp_arguments
+
+    mcp = commands.add_parser("mcp", help="MCP server on stdio: AI assistants read and write the library "
+                                          "through the API")
+    add_mcp_arguments(mcp)
     return parser
 
 
@@ -73,6 +89,19 @@ def main(argv: list[str] | None = None) -> int:
         from tms.reporter.cli import run_ingest
 
         return run_ingest(args)
+    if args.command == "cases":
+        from tms.reporter.library import run_cases
+
+        return run_cases(args)
+    if args.command == "run":
+        from tms.reporter.runs import run_run
+
+        return run_run(args)
+    if args.command == "mcp":
+        # a client of the API like ingest: no server config, no database
+        from tms.mcp.cli import run_mcp
+
+        return run_mcp(args)
     try:
         config = load_config(find_config_file(args.config))
     except ConfigError as exc:

@@ -42,7 +42,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("server", "host", "127.0.0.1", "Address to listen on."),
-    Setting("server", "port", 8080, "TCP port to listen on.", minimum=1, maximum=65535),
+    Setting("server", "port", 8080, "TCP port to listen on (0: any free port).", minimum=0, maximum=65535),
     Setting(
         "server",
         "base_url",

@@ -89,6 +89,8 @@ class Result(msgspec.Struct):
     created_at: str
     updated_at: str
     attachments: list[dict[str, Any]]
+    # the case's version when the result was written (null: unlinked, or written before versions existed)
+    case_version: int | None = None
 
 
 class ResultList(msgspec.Struct):

@@ -330,6 +330,11 @@ def _unlink_all(directory: Path, storage_names: list[str]) -> None:
         (directory / name).unlink(missing_ok=True)
 
 
+def remove_files(directory: Path, storage_names: list[str]) -> None:
+    """Removes stored files by name (after the transaction that deleted their rows has committed)."""
+    _unlink_all(directory, storage_names)
+
+
 def default_directory(db: Database) -> Path:
     """data_dir/attachments: tms.db and attachments/ live side by side in data_dir (config.py)."""
     return db.path.parent / "attachments"

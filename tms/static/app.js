@@ -14,3 +14,13 @@ document.addEventListener("submit", (event) => {
   const message = event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
 });
+// Webhook form: show the message preview of the chosen format.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("[data-preview-select]");
+  if (!select) return;
+  const form = select.closest("form");
+  if (!form) return;
+  form.querySelectorAll("[data-preview-format]").forEach((block) => {
+    block.hidden = block.dataset.previewFormat !== select.value;
+  });
+});

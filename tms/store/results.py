@@ -73,11 +73,16 @@ def _parameters(rows: Iterable[LinkedRow] | Iterable[UnlinkedRow]) -> Iterator[t
 
 
 # Last write wins: every reported field is replaced; id and created_at stay those of the first write.
+# case_version is stamped here, for every writer of results: the case's version at the time of the write
+# (one primary-key lookup per row; the parameter of test_case_id is reused by its number).
+_CASE_PARAM = f"?{LINKED_COLUMNS.index('test_case_id') + 1}"
 _UPSERT = (
-    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}) VALUES ({', '.join('?' * len(LINKED_COLUMNS))}) "
+    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}, case_version) "
+    f"VALUES ({', '.join(f'?{i}' for i in range(1, len(LINKED_COLUMNS) + 1))}, "
+    f"(SELECT version FROM test_cases WHERE id = {_CASE_PARAM})) "
     "ON CONFLICT (run_id, test_case_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in LINKED_COLUMNS if c not in ("id", "tenant_id", "run_id",
-                                                                             "test_case_id", "created_at"))
+    + ", ".join(f"{c} = excluded.{c}" for c in (*LINKED_COLUMNS, "case_version")
+                if c not in ("id", "tenant_id", "run_id", "test_case_id", "created_at"))
 )
 _INSERT_UNLINKED = (
     f"INSERT INTO unlinked_test_results ({', '.join(UNLINKED_COLUMNS)}) "
@@ -85,10 +90,11 @@ _INSERT_UNLINKED = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version"
 )
 _UNLINKED_LIST_COLUMNS = _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
-                                               "NULL AS test_case_code")
+                                               "NULL AS test_case_code").replace("case_version",
+                                                                                 "NULL AS case_version")
 
 
 async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
