@@ -93,6 +93,8 @@ API_ROUTES = [
     ("PATCH", "/api/v1/runs/{run}", {"name": "stolen"}),
     ("GET", "/api/v1/runs/{run}/results", None),
     ("POST", "/api/v1/runs/{run}/results", {"results": [{"test_case_code": "TC-1", "status": "PASSED"}]}),
+    ("POST", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("DELETE", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),

@@ -91,6 +91,8 @@ def _api_router() -> Router:
             runs_api.create_run,
             runs_api.get_run,
             runs_api.update_run,
+            runs_api.add_cases,
+            runs_api.remove_cases,
             results_api.list_results,
             results_api.post_results,
             ingest_api.ingest,

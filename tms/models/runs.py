@@ -60,3 +60,19 @@ class RunEnvelope(msgspec.Struct):
 class RunList(msgspec.Struct):
     data: list[Run]
     pagination: Pagination
+
+
+class RunCasesBody(RequestBody):
+    """POST/DELETE /runs/{id}/cases: cuids or codes of the cases to add or remove."""
+
+    case_ids: Annotated[list[CaseRef], msgspec.Meta(min_length=1, max_length=50_000)]
+
+
+class RunCasesChange(msgspec.Struct):
+    added: int | None
+    removed: int | None
+    run: Run
+
+
+class RunCasesEnvelope(msgspec.Struct):
+    data: RunCasesChange

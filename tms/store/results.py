@@ -91,3 +91,27 @@ async def tenants_with_native_results(db: Database) -> list[str]:
     """Tenants that hold any unlinked result (read off the sweep index, one entry per tenant)."""
     rows = await db.fetch_all("SELECT DISTINCT tenant_id FROM native_test_results")
     return [row["tenant_id"] for row in rows]
+
+
+async def insert_placeholders(tx: Transaction, rows: Iterable[Sequence[Any]]) -> int:
+    """UNKNOWN rows for cases added to a run; a case the run already holds keeps its row (and result).
+
+    Rows are (id, tenant_id, run_id, test_case_id, test_case_code, title, created_at, updated_at).
+    """
+    return await tx.executemany(
+        "INSERT INTO test_results (id, tenant_id, run_id, test_case_id, test_case_code, title, status, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'UNKNOWN', ?, ?) "
+        "ON CONFLICT (run_id, test_case_id) DO NOTHING",
+        rows,
+    )
+
+
+async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Row]:
+    """Deletes the run's rows of these cases; returns (id, status) of each deleted row."""
+    if not case_ids:
+        return []
+    return await tx.fetch_all(
+        "DELETE FROM test_results WHERE run_id = ? AND tenant_id = ? "
+        "AND test_case_id IN (SELECT value FROM json_each(?)) RETURNING id, status",
+        (run_id, tenant_id, json.dumps(case_ids)),
+    )

@@ -71,3 +71,16 @@ async def add_results(
         "WHERE tenant_id = ? AND id = ?",
         (*deltas, at, tenant_id, run_id),
     )
+
+
+async def shift_counts(
+    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
+) -> None:
+    """Adds to the run's counts without touching its status (cases added to or removed from a run)."""
+    await tx.execute(
+        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
+        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
+        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ? "
+        "WHERE tenant_id = ? AND id = ?",
+        (*deltas, at, tenant_id, run_id),
+    )
