@@ -95,6 +95,11 @@ API_ROUTES = [
     ("POST", "/api/v1/runs/{run}/results", {"results": [{"test_case_code": "TC-1", "status": "PASSED"}]}),
     ("POST", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
     ("DELETE", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("GET", "/api/v1/results/{result}", None),
+    ("GET", "/api/v1/results/{native_result}", None),
+    ("PATCH", "/api/v1/results/{result}", {"comment": "stolen"}),
+    ("PATCH", "/api/v1/results/{native_result}", {"comment": "stolen"}),
+    ("POST", "/api/v1/runs/{run}/assign", {"result_ids": ["{result}"], "assignee_id": None}),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),

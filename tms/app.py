@@ -26,12 +26,14 @@ from litestar.template.config import TemplateConfig
 from tms import __version__
 from tms.api import attachments as attachments_api
 from tms.api import cases as cases_api
+from tms.api import executions as executions_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
+from tms.api import team as team_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import strict_json_body
 from tms.api.reference import ApiReferencePlugin
@@ -95,6 +97,11 @@ def _api_router() -> Router:
             runs_api.remove_cases,
             results_api.list_results,
             results_api.post_results,
+            executions_api.get_result,
+            executions_api.update_result,
+            executions_api.assign_results,
+            team_api.list_users,
+            team_api.list_audit,
             ingest_api.ingest,
             retention_api.sweep,
         ],

@@ -12,8 +12,12 @@ from tms.services.tokens import ApiPrincipal
 
 
 @get("/runs/{run_id:str}/results", **requires("read"), summary="Every result of a run, linked and unlinked")
-async def list_results(request: Request[ApiPrincipal, str, object], run_id: str) -> ResultList:
-    results = await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id)
+async def list_results(
+    request: Request[ApiPrincipal, str, object], run_id: str, assignee_id: str | None = None,
+    status: str | None = None,
+) -> ResultList:
+    results = await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id,
+                                                assignee_id=assignee_id, status=status)
     return ResultList(data=results)
 
 

@@ -76,6 +76,9 @@ class Result(msgspec.Struct):
     created_at: str
     updated_at: str
     attachments: list[dict[str, Any]]
+    # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)
+    assignee_id: str | None = None
+    step_results: msgspec.Raw | None = None
 
 
 class ResultList(msgspec.Struct):

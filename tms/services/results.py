@@ -221,8 +221,19 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
     return bulk_answer(len(linked), errors)
 
 
-async def list_results(db: Database, tenant_id: str, run_id: str) -> list[Result]:
+async def list_results(
+    db: Database, tenant_id: str, run_id: str, *, assignee_id: str | None = None, status: str | None = None
+) -> list[Result]:
     await _get_run(db, tenant_id, run_id)
-    rows = await result_store.list_for_run(db, tenant_id, run_id)
+    if status is not None and status not in RESULT_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(RESULT_STATUSES)}", field="status")
+    rows = await result_store.list_for_run(db, tenant_id, run_id, assignee_id=assignee_id, status=status)
     attachments = await attachments_by_result(db, tenant_id, [row["id"] for row in rows])
-    return [Result(**row, attachments=attachments.get(row["id"], [])) for row in rows]
+    return [result_from_row(row, attachments.get(row["id"], [])) for row in rows]
+
+
+def result_from_row(row: Row, attachments: list[dict[str, Any]]) -> Result:
+    """The API shape; step_results is passed through as the stored JSON text (never re-encoded)."""
+    steps = row.pop("step_results", None)
+    return Result(**row, attachments=attachments,
+                  step_results=None if steps is None else msgspec.Raw(steps.encode()))

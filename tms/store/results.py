@@ -37,7 +37,8 @@ _LIST_COLUMNS = (
     "framework, error_message, error_stack, executed_at, created_at, updated_at"
 )
 _NATIVE_LIST_COLUMNS = _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
-                                             "NULL AS test_case_code")
+                                             "NULL AS test_case_code") + ", NULL AS assignee_id, NULL AS step_results"
+_LIST_COLUMNS += ", assignee_id, step_results"
 
 
 async def upsert_linked(tx: Transaction, rows: Iterable[Sequence[Any]]) -> None:
@@ -64,17 +65,27 @@ async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -
     return {case_id: (result_id, status) for case_id, result_id, status in _triples.decode(packed or "[]")}
 
 
-async def list_for_run(db: Database, tenant_id: str, run_id: str) -> list[Row]:
-    """Every row of the run: linked ones first, then unlinked, each in the order they were stored."""
+async def list_for_run(
+    db: Database, tenant_id: str, run_id: str, *, assignee_id: str | None = None, status: str | None = None
+) -> list[Row]:
+    """Every row of the run: linked ones first, then unlinked, each in the order they were stored.
+
+    ``assignee_id`` and ``status`` narrow it; unlinked rows are never assigned to anyone.
+    """
+    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    linked_where, linked_params = where, list(params)
+    if assignee_id is not None:
+        linked_where += " AND assignee_id = ?"
+        linked_params.append(assignee_id)
     linked = await db.fetch_all(
-        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE run_id = ? AND tenant_id = ? ORDER BY rowid",
-        (run_id, tenant_id),
-    )
+        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE {linked_where} ORDER BY rowid", linked_params)
+    if assignee_id is not None:
+        return linked
     native = await db.fetch_all(
-        f"SELECT {_NATIVE_LIST_COLUMNS} FROM native_test_results WHERE run_id = ? AND tenant_id = ? "
-        "ORDER BY rowid",
-        (run_id, tenant_id),
-    )
+        f"SELECT {_NATIVE_LIST_COLUMNS} FROM native_test_results WHERE {where} ORDER BY rowid", params)
     return linked + native
 
 
