@@ -47,12 +47,15 @@ from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
+from tms.web import audit as web_audit
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
+from tms.web import execution as web_execution
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
+from tms.web import team as web_team
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -124,6 +127,12 @@ def _web_routers() -> list[Any]:
         web_tokens.router(),
         web_cases.router(),
         web_runs.router(),
+        web_execution.router(),
+        web_execution.upload_router(),
+        web_team.router(),
+        web_team.public_router(),
+        web_team.account_router(),
+        web_audit.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),

@@ -27,3 +27,6 @@ CREATE TABLE user_links (
     revoked_at   TEXT
 );
 CREATE INDEX user_links_tenant ON user_links (tenant_id, kind, created_at);
+
+-- what the lead wrote when closing a run (the web UI's "Complete run", PATCH /runs/{id} `summary`)
+ALTER TABLE test_runs ADD COLUMN summary TEXT;

@@ -28,6 +28,8 @@ class RunUpdate(RequestBody):
     name: Name | UnsetType = UNSET
     environment: Label | UnsetType | None = UNSET
     status: RunStatus | UnsetType = UNSET
+    # what the team concluded, usually written when completing the run (an addition to the contract)
+    summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
 
 class RunCounts(msgspec.Struct):
@@ -51,6 +53,7 @@ class Run(msgspec.Struct):
     updated_at: str
     completed_at: str | None
     counts: RunCounts
+    summary: str | None = None
 
 
 class RunEnvelope(msgspec.Struct):

@@ -40,6 +40,7 @@ def run_from_row(row: Row) -> Run:
             skipped=row["results_skipped"],
             unknown=row["results_unknown"],
         ),
+        summary=row.get("summary"),
     )
 
 
@@ -152,6 +153,8 @@ async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate)
             raise InvalidInput("name must not be blank", field="name")
     if body.environment is not msgspec.UNSET:
         changes["environment"] = body.environment
+    if body.summary is not msgspec.UNSET:
+        changes["summary"] = body.summary.strip() or None if body.summary is not None else None
     async with db.transaction() as tx:
         row = await run_store.get_run(tx, tenant_id, run_id)
         if row is None:
@@ -168,7 +171,7 @@ async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate)
             await run_store.update_run(tx, tenant_id, run_id, changes)
             row = await run_store.get_run(tx, tenant_id, run_id)
             assert row is not None
-            diff = audit.changes_between(old, row, ("name", "environment", "status"))
+            diff = audit.changes_between(old, row, ("name", "environment", "status", "summary"))
             if diff:
                 action = "run.completed" if entering_completed else "run.updated"
                 await audit.record(tx, tenant_id, action, "run", run_id, diff)

@@ -47,15 +47,44 @@ async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict
 
 
 async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bool, status: str | None,
-                      limit: int, offset: int) -> list[Row]:
-    """One page of a run's linked (or unlinked) results in stored order, optionally of one status.
+                      limit: int, offset: int, assignee: str | None = None) -> list[Row]:
+    """One page of a run's linked (or unlinked) results in stored order, optionally of one status and
+    (linked only) one assignee: a user id, or "none" for the unassigned.
 
     A full-library nightly has tens of thousands of rows; the page reads only the ones it shows.
     """
     table, columns = ("native_test_results", _NATIVE_COLUMNS) if unlinked else ("test_results", _RESULT_COLUMNS)
+    if not unlinked:
+        columns += ", assignee_id"
     where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
     if status:
         where += " AND status = ?"
         params.append(status)
+    if assignee and not unlinked:
+        if assignee == "none":
+            where += " AND assignee_id IS NULL"
+        else:
+            where += " AND assignee_id = ?"
+            params.append(assignee)
     return await db.fetch_all(
         f"SELECT {columns} FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?", (*params, limit, offset))
+
+
+async def linked_count(db: Database, tenant_id: str, run_id: str, *, status: str | None, assignee: str | None) -> int:
+    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
+    if status:
+        where += " AND status = ?"
+        params.append(status)
+    if assignee == "none":
+        where += " AND assignee_id IS NULL"
+    elif assignee:
+        where += " AND assignee_id = ?"
+        params.append(assignee)
+    return int(await db.fetch_value(f"SELECT COUNT(*) FROM test_results WHERE {where}", params))
+
+
+async def assignee_counts(db: Database, tenant_id: str, run_id: str) -> dict[str | None, int]:
+    rows = await db.fetch_all(
+        "SELECT assignee_id, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? GROUP BY assignee_id",
+        (run_id, tenant_id))
+    return {row["assignee_id"]: row["n"] for row in rows}

@@ -9,7 +9,7 @@ from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
-    "results_passed, results_failed, results_broken, results_skipped, results_unknown"
+    "results_passed, results_failed, results_broken, results_skipped, results_unknown, summary"
 )
 COUNT_COLUMNS = ("results_total", "results_passed", "results_failed", "results_broken", "results_skipped",
                  "results_unknown")
@@ -49,7 +49,7 @@ async def insert_run(
 
 
 async def update_run(tx: Transaction, tenant_id: str, run_id: str, changes: dict[str, Any]) -> int:
-    allowed = {"name", "environment", "status", "updated_at", "completed_at"}
+    allowed = {"name", "environment", "status", "updated_at", "completed_at", "summary"}
     if set(changes) - allowed:
         raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
     assignments = ", ".join(f"{column} = ?" for column in changes)
