@@ -11,12 +11,6 @@ from tests.test_result_api import GHERKIN
 from tests.web_helpers import every_post_form_has_csrf, field_error, text_of
 
 
-def _link(html: str, kind: str) -> str:
-    match = re.search(rf'id="issued-link"[^>]*>(https?://[^<]+/{kind}/[^<]+)</code>', html)
-    assert match, html[:3000]
-    return match.group(1).split("127.0.0.1", 1)[1].split("/", 1)[1].join(["/", ""])
-
-
 def _path(url: str) -> str:
     return "/" + url.split("://", 1)[1].split("/", 1)[1]
 
@@ -54,7 +48,8 @@ def test_invite_accept_sign_in_and_the_link_works_once(tenant: Tenant) -> None:
     again = web_as_anonymous(tenant).get(link)
     assert again.status_code == 404
     users = {u["email"]: u for u in tenant.api.get("/api/v1/users").json()["data"]}
-    assert users["new.tester@example.com"]["role"] == "tester" and users["new.tester@example.com"]["name"] == "Tess Tester"
+    joined = users["new.tester@example.com"]
+    assert joined["role"] == "tester" and joined["name"] == "Tess Tester"
     web_as(tenant, "new.tester@example.com", "a long password")
     with sqlite3.connect(tenant.server.db_path) as conn:
         stored = conn.execute("SELECT token_sha256, used_at FROM user_links WHERE email = ?",
@@ -138,7 +133,7 @@ def test_new_run_assign_execute_and_my_work(tenant: Tenant) -> None:
     owner = tenant.web()
     tester = add_member(tenant, "tester")
     project = tenant.create_project("Shop")
-    cases = _cases(tenant, project, 4)
+    _cases(tenant, project, 4)
     page = owner.get("/runs/new", params={"project_id": project["id"], "tag": "smoke"})
     assert page.status_code == 200 and every_post_form_has_csrf(page.text)
     bad = owner.post("/runs/new", data={"name": "", "project_id": "", "f_tag": "smoke"})
