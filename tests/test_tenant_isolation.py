@@ -36,6 +36,8 @@ class Owned:
     integration: str
     token: str
     generation: str
+    member: str = ""
+    invitation: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -73,9 +75,15 @@ def _owned_resources(victim: Tenant) -> Owned:
             "INSERT INTO ai_generations (id, tenant_id, project_id, month, model, drafts, created_at, status, "
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
+    invited = web.post("/settings/team/invite", data={"email": f"invitee-{victim.id}@example.com", "role": "tester",
+                                                      "_csrf_token": web.cookies.get("csrftoken", "")})
+    assert invited.status_code == 303, invited.text
+    member = conn.execute("SELECT id FROM users WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
+    invitation = conn.execute("SELECT id FROM user_links WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
     conn.close()
     return Owned(project, case["id"], case["code"], run, linked["id"], native["id"],
-                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation,
+                 member, invitation)
 
 
 # (method, path template, body kind); placeholders name Owned fields.
@@ -107,6 +115,8 @@ SESSION_API_ROUTES = [
     ("GET", "/api/webhooks/{subscription}/deliveries", None),
     ("POST", "/api/webhooks/{subscription}/deliveries/{delivery}/redeliver", None),
     ("POST", "/api/webhooks/{subscription}/ping", None),
+    ("POST", "/api/results/{result}/attachments", "file"),
+    ("POST", "/api/results/{native_result}/attachments", "file"),
 ]
 WEB_ROUTES = [
     ("GET", "/ai/generations/{generation}", None),
@@ -132,6 +142,15 @@ WEB_ROUTES = [
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
+    ("GET", "/runs/{run}/add", None),
+    ("POST", "/runs/{run}/add", {"case_ids": "x"}),
+    ("POST", "/runs/{run}/bulk", {"result_ids": "{result}", "action": "assign"}),
+    ("GET", "/results/{result}/execute", None),
+    ("POST", "/results/{result}/execute", {"status": "PASSED"}),
+    ("POST", "/settings/team/{member}/role", {"role": "viewer"}),
+    ("POST", "/settings/team/{member}/active", {"active": "0"}),
+    ("POST", "/settings/team/{member}/reset", {}),
+    ("POST", "/settings/team/invitations/{invitation}/revoke", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {
@@ -139,6 +158,8 @@ NOT_TENANT_SCOPED = {
     "/schema/{path:str}": "OpenAPI documents",
     "/api/integrations/{integration_id:str}": "tracker webhook: authenticated by the integration's own secret "
                                               "(tested in test_integrations.py)",
+    "/invitations/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
+    "/password-reset/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
 }
 
 

@@ -14,6 +14,7 @@ import msgspec
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
 from tms.models.cases import CASE_STATUSES, CODE_PATTERN, Case, CaseCreate, CaseUpdate, Pagination, Ticket
+from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.gherkin import validate_gherkin
 from tms.services.paging import check_choice, page_window
@@ -132,6 +133,8 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
                 _encoder.encode(body.tickets).decode(), now, now,
             ))
         await case_store.insert_cases(tx, rows)
+        await audit.record_many(tx, tenant_id, [
+            audit.Entry("case.created", "case", row[0], {"code": row[2], "title": row[3]}) for row in rows])
     return [
         Case(id=row[0], code=row[2], title=row[3], bdd_content=row[4], project_id=row[5], status=row[6],
              priority=row[7], layer=row[8], is_e2e=bool(row[9]), automation_status=row[10],
@@ -173,6 +176,10 @@ async def list_cases(
     return [case_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
 
 
+AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
+                  "automation_status", "tags", "tickets", "needs_retest")
+
+
 async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
     changes: dict[str, Any] = {}
     for field in body.__struct_fields__:
@@ -207,7 +214,10 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
             # the retest queue owns the flag and fires retest.required, in this transaction
             await set_needs_retest(tx, db, tenant_id, row["id"], body.needs_retest)
         updated = await case_store.get_case(tx, tenant_id, row["id"])
-    assert updated is not None
+        assert updated is not None
+        diff = audit.changes_between(row, updated, AUDITED_FIELDS)
+        if diff:
+            await audit.record(tx, tenant_id, "case.updated", "case", row["id"], diff)
     return case_from_row(updated)
 
 
@@ -218,3 +228,5 @@ async def delete_case(db: Database, tenant_id: str, id_or_code: str) -> None:
         if row is None:
             raise NotFound(f"test case {id_or_code} not found")
         await case_store.delete_case(tx, tenant_id, row["id"])
+        await audit.record(tx, tenant_id, "case.deleted", "case", row["id"],
+                           {"code": row["code"], "title": row["title"]})

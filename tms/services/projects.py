@@ -5,6 +5,7 @@ import json
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
 from tms.models.projects import Project, ProjectCreate
+from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
 from tms.store import projects as project_store
 
@@ -55,6 +56,8 @@ async def create_project(db: Database, tenant_id: str, body: ProjectCreate) -> P
             created_at=now_iso(),
         )
         row = await project_store.get_project(tx, tenant_id, project_id)
+        await audit.record(tx, tenant_id, "project.created", "project", project_id,
+                           {"name": name, "environments": environments})
     assert row is not None
     return project_from_row(row)
 
@@ -64,3 +67,4 @@ async def mark_active(db: Database, tenant_id: str, project_id: str) -> None:
     async with db.transaction() as tx:
         if not await project_store.set_active_project(tx, tenant_id, project_id, now_iso()):
             raise NotFound(f"project {project_id} not found")
+        await audit.record(tx, tenant_id, "project.activated", "project", project_id)

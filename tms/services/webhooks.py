@@ -27,6 +27,7 @@ from tms.config import Config
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
 from tms.models.webhooks import Attempt, Delivery, Subscription, SubscriptionCreate, SubscriptionUpdate
+from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.events import EVENT_NAMES, envelope
 from tms.store import webhooks as store
@@ -115,6 +116,8 @@ async def create_subscription(
             created_at=now_iso(),
         )
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        await audit.record(tx, tenant_id, "webhook.created", "webhook", subscription_id,
+                           {"url": url, "events": events, "active": body.active, "has_secret": bool(secret)})
     assert row is not None
     return subscription_from_row(row)
 
@@ -132,11 +135,18 @@ async def update_subscription(
     if body.active is not msgspec.UNSET:
         changes["active"] = int(body.active)
     async with db.transaction() as tx:
+        before = await store.get_subscription(tx, tenant_id, subscription_id)
         if not await store.update_subscription(tx, tenant_id, subscription_id, changes, now_iso()):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         # the dispatcher caches URL, secret and state of subscriptions with queued work: refresh it
         tx.after_commit(db.outbox_wakeup.set)
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        assert before is not None and row is not None
+        diff = audit.changes_between(before, row, [f for f in ("url", "events", "active") if f in changes])
+        if "secret" in changes:
+            diff["secret"] = ["(hidden)", "(changed)" if changes["secret"] else None]
+        if diff:
+            await audit.record(tx, tenant_id, "webhook.updated", "webhook", subscription_id, diff)
     assert row is not None
     return subscription_from_row(row)
 
@@ -146,6 +156,7 @@ async def delete_subscription(db: Database, config: Config, tenant_id: str, subs
         if not await store.delete_subscription(tx, tenant_id, subscription_id):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         tx.after_commit(db.outbox_wakeup.set)
+        await audit.record(tx, tenant_id, "webhook.deleted", "webhook", subscription_id)
 
 
 def _delivery(row: Row, attempts: list[Attempt]) -> Delivery:

@@ -12,6 +12,7 @@ from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
 from tms.models.cases import CaseCreate, CaseUpdate
+from tms.services import audit
 from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services.errors import DomainError, NotFound
@@ -178,8 +179,9 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
             project = None
     history = await case_views.result_history(db, tenant, case.id)
     retest = await case_views.retest_flag(db, tenant, case.id)
+    changes, _, _, _ = await audit.list_entries(db, tenant, entity_type="case", entity_id=case.id, limit=20)
     return render(request, "cases/detail.html", active_nav="cases", case=case, project=project,
-                  lines=highlight(case.bdd_content), history=history, retest=retest, **CHOICES)
+                  lines=highlight(case.bdd_content), history=history, retest=retest, changes=changes, **CHOICES)
 
 
 @get("/{case_id:str}/edit")
