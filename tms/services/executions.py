@@ -21,13 +21,13 @@ from tms.services import audit, events, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.gherkin import step_count
+from tms.services.result_rows import STATUS_INDEX
 from tms.services.results import result_from_row
 from tms.store import cases as case_store
 from tms.store import executions as store
 from tms.store import runs as run_store
 from tms.store import users as user_store
 
-STATUS_INDEX = {status: i + 1 for i, status in enumerate(("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"))}
 _steps_encoder = msgspec.json.Encoder()
 _FIELDS = ("status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "duration_ms")
 

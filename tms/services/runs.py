@@ -13,13 +13,11 @@ from tms.models.runs import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
 from tms.services import audit, events
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.paging import check_choice, page_window
+from tms.services.result_rows import STATUS_INDEX, placeholder_row
 from tms.store import cases as case_store
 from tms.store import projects as project_store
 from tms.store import results as result_store
 from tms.store import runs as run_store
-
-# position of each status's count after results_total in the run's summary (as in services.results)
-STATUS_INDEX = {status: i + 1 for i, status in enumerate(("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"))}
 
 
 def run_from_row(row: Row) -> Run:
@@ -100,8 +98,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
 
     run_id, now = new_id(), now_iso()
     rows = [
-        (result_id, tenant_id, run_id, case["id"], case["code"], case["title"], "UNKNOWN", None, None, None, None,
-         None, None, None, None, now, now)
+        placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
     async with db.transaction() as tx:
@@ -207,7 +204,7 @@ async def add_cases_to_run(tx: Transaction, tenant_id: str, run_id: str, case_id
         return 0
     now = now_iso()
     rows = [
-        (result_id, tenant_id, run_id, case["id"], case["code"], case["title"], now, now)
+        placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
     added = await result_store.insert_placeholders(tx, rows)

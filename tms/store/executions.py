@@ -12,11 +12,11 @@ _LINKED = (
     "duration_ms, framework, error_message, error_stack, executed_at, created_at, updated_at, assignee_id, "
     "step_results, updated_by"
 )
-_NATIVE = _LINKED.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code").replace(
+_UNLINKED = _LINKED.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code").replace(
     "assignee_id, step_results, updated_by", "NULL AS assignee_id, NULL AS step_results, NULL AS updated_by")
 UPDATABLE = {"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
              "duration_ms", "executed_at", "updated_at", "updated_by"}
-NATIVE_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
+UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
 
 
 async def get_result(db: Database | Transaction, tenant_id: str, result_id: str) -> tuple[Row, bool] | None:
@@ -25,17 +25,17 @@ async def get_result(db: Database | Transaction, tenant_id: str, result_id: str)
                              (result_id, tenant_id))
     if row is not None:
         return row, True
-    row = await db.fetch_one(f"SELECT {_NATIVE} FROM native_test_results WHERE id = ? AND tenant_id = ?",
+    row = await db.fetch_one(f"SELECT {_UNLINKED} FROM unlinked_test_results WHERE id = ? AND tenant_id = ?",
                              (result_id, tenant_id))
     return (row, False) if row is not None else None
 
 
 async def update_result(tx: Transaction, tenant_id: str, result_id: str, linked: bool,
                         changes: dict[str, Any]) -> None:
-    allowed = UPDATABLE if linked else NATIVE_UPDATABLE
+    allowed = UPDATABLE if linked else UNLINKED_UPDATABLE
     if set(changes) - allowed:
         raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
-    table = "test_results" if linked else "native_test_results"
+    table = "test_results" if linked else "unlinked_test_results"
     assignments = ", ".join(f"{column} = ?" for column in changes)
     await tx.execute(f"UPDATE {table} SET {assignments} WHERE id = ? AND tenant_id = ?",
                      (*changes.values(), result_id, tenant_id))
