@@ -35,7 +35,7 @@ def test_add_cases_prepopulates_unknown_results_and_keeps_counts(tenant: Tenant)
         actions = [row[0] for row in conn.execute(
             "SELECT action FROM audit_log WHERE tenant_id = ? AND entity_id = ? ORDER BY rowid",
             (tenant.id, run["id"]))]
-    assert actions == ["run.created", "run.cases_added", "run.cases_removed"]
+    assert actions == ["run.created", "run.results_posted", "run.cases_added", "run.cases_removed"]
 
 
 def test_adding_to_a_completed_run_is_409_and_unknown_cases_400(tenant: Tenant, other_tenant: Tenant) -> None:
