@@ -79,6 +79,7 @@ def http_part(cases: int, requests: int) -> list[tuple[str, float, float]]:
             assert run.status_code == 201, run.text
             run_id = run.json()["data"]["id"]
             rows.append((f"create a run of {cases:,} cases (POST /runs, once)", created_ms, created_ms))
+            api = tenant.api  # one client (and connection) for every timed request
             results = tenant.api.get(f"/api/v1/runs/{run_id}/results", params={"status": "UNKNOWN"},
                                      timeout=120).json()["data"]
             target = results[len(results) // 2]["id"]
@@ -89,11 +90,11 @@ def http_part(cases: int, requests: int) -> list[tuple[str, float, float]]:
                          *timed(lambda: web.get(f"/results/{target}/execute"), requests)))
             flip = iter(range(10**6))
             rows.append(("save a step (PATCH /results/{id} step_results)", *timed(
-                lambda: tenant.api.patch(f"/api/v1/results/{target}", json={"step_results": [
+                lambda: api.patch(f"/api/v1/results/{target}", json={"step_results": [
                     {"index": 1, "status": "PASSED"}, {"index": 2, "status": "FAILED" if next(flip) % 2 else
                                                        "PASSED"}]}), requests)))
             rows.append(("save a result (PATCH /results/{id} status+comment)", *timed(
-                lambda: tenant.api.patch(f"/api/v1/results/{target}", json={
+                lambda: api.patch(f"/api/v1/results/{target}", json={
                     "status": "FAILED" if next(flip) % 2 else "PASSED", "comment": f"try {next(flip)}"}), requests)))
             token = web.cookies.get("csrftoken", "")
             rows.append(("save from the execution form (POST, 303)", *timed(

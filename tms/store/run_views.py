@@ -34,18 +34,6 @@ _UNLINKED_COLUMNS = _RESULT_COLUMNS.replace("test_case_id, test_case_code", "NUL
                                           "NULL AS test_case_code")
 
 
-async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict[str, int], dict[str, int]]:
-    """Rows of the run per status as stored now: (linked, unlinked). The run's summary counters may
-    differ for unlinked results after the retention sweep, so the filter tabs count the rows."""
-    linked = await db.fetch_all(
-        "SELECT status, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
-        (run_id, tenant_id))
-    unlinked = await db.fetch_all(
-        "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
-        (run_id, tenant_id))
-    return {r["status"]: r["n"] for r in linked}, {r["status"]: r["n"] for r in unlinked}
-
-
 async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bool, status: str | None,
                       limit: int, offset: int, assignee: str | None = None) -> list[Row]:
     """One page of a run's linked (or unlinked) results in stored order, optionally of one status and
@@ -70,21 +58,22 @@ async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bo
         f"SELECT {columns} FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?", (*params, limit, offset))
 
 
-async def linked_count(db: Database, tenant_id: str, run_id: str, *, status: str | None, assignee: str | None) -> int:
-    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
-    if status:
-        where += " AND status = ?"
-        params.append(status)
-    if assignee == "none":
-        where += " AND assignee_id IS NULL"
-    elif assignee:
-        where += " AND assignee_id = ?"
-        params.append(assignee)
-    return int(await db.fetch_value(f"SELECT COUNT(*) FROM test_results WHERE {where}", params))
-
-
-async def assignee_counts(db: Database, tenant_id: str, run_id: str) -> dict[str | None, int]:
+async def linked_counts(db: Database, tenant_id: str, run_id: str
+                        ) -> tuple[dict[str, int], dict[str | None, int], dict[tuple[str, str | None], int]]:
+    """The run's linked rows counted per status, per assignee, and per (status, assignee): one scan."""
     rows = await db.fetch_all(
-        "SELECT assignee_id, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? GROUP BY assignee_id",
+        "SELECT status, assignee_id, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? "
+        "GROUP BY status, assignee_id", (run_id, tenant_id))
+    by_status: dict[str, int] = {}
+    by_assignee: dict[str | None, int] = {}
+    for row in rows:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + row["n"]
+        by_assignee[row["assignee_id"]] = by_assignee.get(row["assignee_id"], 0) + row["n"]
+    return by_status, by_assignee, {(row["status"], row["assignee_id"]): row["n"] for row in rows}
+
+
+async def unlinked_status_counts(db: Database, tenant_id: str, run_id: str) -> dict[str, int]:
+    rows = await db.fetch_all(
+        "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
         (run_id, tenant_id))
-    return {row["assignee_id"]: row["n"] for row in rows}
+    return {r["status"]: r["n"] for r in rows}

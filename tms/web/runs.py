@@ -72,10 +72,13 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
     if assignee == "me":
         assignee = user_of(request).id
     assignee = assignee if assignee == "none" or assignee in {m["id"] for m in members} else None
-    linked_counts, unlinked_counts = await run_views.status_counts(db, tenant, run.id)
+    # one scan of the run's linked rows gives the status tabs, the assignee filter and the page count
+    linked_counts, assignee_counts, pairs = await run_views.linked_counts(db, tenant, run.id)
+    unlinked_counts = await run_views.unlinked_status_counts(db, tenant, run.id)
     by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
     if assignee:
-        linked_total = await run_views.linked_count(db, tenant, run.id, status=status, assignee=assignee)
+        wanted = None if assignee == "none" else assignee
+        linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
     else:
         linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
     unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
@@ -100,7 +103,7 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
                   pager_query=urlencode(filter_query), assignee=assignee, names=names,
                   assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
-                  assignee_counts=await run_views.assignee_counts(db, tenant, run.id),
+                  assignee_counts=assignee_counts,
                   open=run.status in run_service.OPEN_STATUSES, history=history,
                   can_write=user_of(request).has_role("tester"))
 
