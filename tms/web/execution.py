@@ -24,7 +24,7 @@ from tms.models.results import RESULT_STATUSES
 from tms.services import attachments as attachment_service
 from tms.services import executions, team
 from tms.services.errors import DomainError, NotFound
-from tms.services.gherkin import checklist
+from tms.services.gherkin import checklist, step_count
 from tms.store import cases as case_store
 from tms.store import executions as execution_store
 from tms.store import runs as run_store
@@ -126,10 +126,17 @@ def _read_form(single: dict[str, str], step_total: int) -> tuple[dict[str, Any],
 
 @post("/results/{result_id:str}/execute", status_code=303)
 async def save_execution(request: AnyRequest, result_id: str) -> Template | Redirect:
-    context = await _context(request, result_id)
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        row, linked = await executions.get_result_row(db, tenant, result_id)
+    except NotFound as exc:
+        raise not_found("result") from exc
+    if not linked:
+        raise not_found("test case result")
+    case = await case_store.get_case(db, tenant, row["test_case_id"])
     single, _ = await form_of(request)
-    step_total = sum(len(group.steps) for group in context["groups"])
-    form, patch, errors = _read_form(single, step_total)
+    # the full page context is read only when the form comes back with errors: a save stays cheap
+    form, patch, errors = _read_form(single, step_count(case["bdd_content"] if case else None))
     if not errors:
         try:
             body = msgspec.convert(patch, ResultPatch)
@@ -141,15 +148,14 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
             errors[exc.field or "form"] = exc.detail
     if errors:
         return render(request, "runs/execute.html", status_code=400, active_nav="runs", errors=errors, form=form,
-                      **context)
+                      **await _context(request, result_id))
     if saved.overwritten_by:
         flash(request, f"Saved. Note: {saved.overwritten_by} had changed this result at "
                           f"{(saved.overwritten_at or '')[:19].replace('T', ' ')} UTC after you opened it; "
                           "your save replaced their change (it is in the history).", "warning")
-    run_id = context["run"]["id"]
+    run_id = row["run_id"]
     if single.get("next"):
         me = user_of(request).id
-        db, tenant = db_of(request), tenant_of(request)
         following = (await execution_store.next_untested(db, tenant, run_id, result_id, me)
                      or await execution_store.next_untested(db, tenant, run_id, result_id, None))
         if following:
