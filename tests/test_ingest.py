@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
+import os
 import sqlite3
 from typing import Any
 
@@ -24,7 +26,15 @@ def ingest(tenant: Tenant, body: Any, headers: dict[str, str] | None = None, gz:
 
 
 def results_of(tenant: Tenant, run_id: str) -> list[dict[str, Any]]:
-    return tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"]  # type: ignore[no-any-return]
+    """Every result of the run, following the pages as a client must."""
+    rows: list[dict[str, Any]] = []
+    while True:
+        response = tenant.api.get(f"/api/v1/runs/{run_id}/results", params={"limit": 5000, "offset": len(rows)})
+        assert response.status_code == 200, response.text
+        page = response.json()
+        rows += page["data"]
+        if not page["data"] or len(rows) >= page["pagination"]["total"]:
+            return rows
 
 
 def row_counts(tenant: Tenant) -> tuple[int, int, int]:
@@ -50,12 +60,14 @@ def test_ingest_creates_a_completed_run_with_linked_and_unlinked_results(tenant:
     response = ingest(tenant, body)
     assert response.status_code == 201, response.text
     answer = response.json()
-    assert answer == {"run_id": answer["run_id"], "accepted": 4, "rejected": 0, "errors": []}
+    assert answer == {"run_id": answer["run_id"], "accepted": 4, "rejected": 0, "errors": [],
+                      "result_ids": answer["result_ids"]}
     run = tenant.api.get(f"/api/v1/runs/{answer['run_id']}").json()["data"]
     assert (run["name"], run["environment"], run["status"], run["project_id"]) == (
         "CI #42", "staging", "COMPLETED", project["id"])
     assert run["counts"] == {"total": 4, "passed": 1, "failed": 2, "broken": 0, "skipped": 1, "unknown": 0}
     rows = results_of(tenant, answer["run_id"])
+    assert answer["result_ids"] == [r["id"] for r in rows]  # per item, in order: where each one landed
     assert [(r["test_case_code"], r["test_case_id"], r["title"], r["status"], r["framework"]) for r in rows] == [
         ("LOGIN-1", login["id"], login["title"], "PASSED", "pytest"),
         (pay["code"], pay["id"], "Pay", "FAILED", "playwright"),
@@ -103,7 +115,11 @@ def test_some_rejected_is_207_with_index_and_reason(tenant: Tenant, other_tenant
     assert sorted(errors) == [1, 2, 3, 5, 6, 7, 8]
     assert "NOPE-1" in errors[1] and "status" in errors[2] and "status" in errors[3] and "THEIRS-1" in errors[5]
     assert "unknown_field" in errors[7]
-    assert len(results_of(tenant, answer["run_id"])) == 2
+    stored = results_of(tenant, answer["run_id"])
+    assert len(stored) == 2
+    # rejected items have no result: null in their place
+    assert [i for i, rid in enumerate(answer["result_ids"]) if rid is None] == [1, 2, 3, 5, 6, 7, 8]
+    assert {rid for rid in answer["result_ids"] if rid} == {r["id"] for r in stored}
 
 
 def test_a_body_without_one_valid_item_is_400_and_creates_nothing(tenant: Tenant) -> None:
@@ -135,6 +151,7 @@ def test_duplicate_cases_in_one_report_upsert(tenant: Tenant) -> None:
     assert response.status_code == 201 and response.json()["accepted"] == 2
     rows = results_of(tenant, response.json()["run_id"])
     assert [r["status"] for r in rows] == ["PASSED"]
+    assert response.json()["result_ids"] == [rows[0]["id"], rows[0]["id"]]  # both items landed in one result
     run = tenant.api.get(f"/api/v1/runs/{response.json()['run_id']}").json()["data"]
     assert run["counts"]["total"] == 1 and run["counts"]["passed"] == 1
 
@@ -255,6 +272,71 @@ def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
     assert gunzip(gzip.compress(b"ab") + gzip.compress(b"cd"), limit=100) == b"abcd"
     with pytest.raises(InvalidInput, match="truncated"):
         gunzip(bomb[:-8], limit=100_000)
+
+
+def test_gunzip_bounds_members_and_reads_any_slicing() -> None:
+    from tms.api.bodies import MAX_GZIP_MEMBERS, gunzip
+    from tms.services.errors import InvalidInput
+
+    empty = gzip.compress(b"", mtime=0)
+    assert gunzip(gzip.compress(b"a") + empty * (MAX_GZIP_MEMBERS - 1), limit=10) == b"a"
+    with pytest.raises(InvalidInput, match="members"):
+        gunzip(gzip.compress(b"a") + empty * MAX_GZIP_MEMBERS, limit=10)
+    # a member far larger than one input slice, members of every size, and zero padding at the end
+    big = os.urandom(3 * 1024 * 1024)
+    parts = [big[:1], big[:1023], big[:1024], big[:1025], big, b"end"]
+    packed = b"".join(gzip.compress(part, mtime=0) for part in parts) + b"\0" * 600
+    assert gunzip(packed, limit=10 * 1024 * 1024) == b"".join(parts)
+    with pytest.raises(InvalidInput):
+        gunzip(gzip.compress(b"ab") + b"\0\0junk", limit=100)
+
+
+def test_many_gzip_members_are_a_400_not_a_stall(tenant: Tenant) -> None:
+    """100,000 empty members after a valid one (2 MB): inflating them took ~12 s on the event loop."""
+    project = tenant.create_project()
+    first = gzip.compress(json.dumps({"project_id": project["id"],
+                                      "results": [{"title": "t", "status": "PASSED"}]}).encode())
+    body = first + gzip.compress(b"", mtime=0) * 100_000
+    response = tenant.api.post("/api/v1/ingest", content=body,
+                               headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    problem = assert_problem(response, 400)
+    assert "members" in problem["detail"] and problem["errors"][0]["field"] == "body"
+    assert tenant.api.get("/api/v1/runs", params={"project_id": project["id"]}).json()["data"] == []
+
+
+def test_gzip_bodies_wait_for_an_inflation_slot() -> None:
+    """At most ``inflation_slots`` gzip bodies are inflated and held at once; the next one waits."""
+    from types import SimpleNamespace
+
+    from tms.api.bodies import request_body
+
+    async def scenario() -> list[str]:
+        slots = asyncio.Semaphore(2)
+        app = SimpleNamespace(state=SimpleNamespace(inflation_slots=slots))
+        packed = gzip.compress(b"{}")
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def hold(name: str) -> None:
+            async def body() -> bytes:
+                return packed
+            request = SimpleNamespace(body=body, headers={"content-encoding": "gzip"}, app=app)
+            async with request_body(request) as raw:  # type: ignore[arg-type]
+                assert raw == b"{}"
+                order.append(f"{name} in")
+                await release.wait()
+            order.append(f"{name} out")
+
+        tasks = [asyncio.create_task(hold(name)) for name in ("a", "b", "c")]
+        for _ in range(20):  # let every task run as far as it can
+            await asyncio.sleep(0)
+        assert order == ["a in", "b in"]  # c waits for a slot
+        release.set()
+        await asyncio.gather(*tasks)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("c in") > order.index("a out")
 
 
 def test_concurrent_retries_with_one_key_create_one_run(tenant: Tenant) -> None:

@@ -13,9 +13,7 @@ from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
-from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.flash import FlashConfig, FlashPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -25,22 +23,28 @@ from litestar.template.config import TemplateConfig
 
 from tms import __version__
 from tms.api import attachments as attachments_api
+from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
 from tms.api import executions as executions_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
+from tms.api import milestones as milestones_api
 from tms.api import operations as operations_api
+from tms.api import plans as plans_api
 from tms.api import projects as projects_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
+from tms.api import sections as sections_api
 from tms.api import team as team_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import strict_json_body
+from tms.api.bodies import inflation_slots, strict_json_body
+from tms.api.openapi import JsonDocument
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
+from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import retention
@@ -54,6 +58,9 @@ from tms.web import cases as web_cases
 from tms.web import execution as web_execution
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
+from tms.web import library as web_library
+from tms.web import milestones as web_milestones
+from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
 from tms.web import team as web_team
@@ -61,6 +68,7 @@ from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
 from tms.web.session import LoginRequired
+from tms.web.session_cookie import RotatingSessionConfig
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
 from tms.webhooks.gauge import RequestGauge
@@ -103,6 +111,26 @@ def _api_router() -> Router:
             team_api.list_audit,
             ingest_api.ingest,
             retention_api.sweep,
+            sections_api.list_sections,
+            sections_api.create_section,
+            sections_api.get_section,
+            sections_api.update_section,
+            sections_api.delete_section,
+            cases_api.list_versions,
+            case_io_api.export_cases,
+            case_io_api.import_cases,
+            projects_api.get_project,
+            projects_api.update_project,
+            milestones_api.list_milestones,
+            milestones_api.create_milestone,
+            milestones_api.get_milestone,
+            milestones_api.update_milestone,
+            milestones_api.delete_milestone,
+            plans_api.list_plans,
+            plans_api.create_plan,
+            plans_api.get_plan,
+            plans_api.update_plan,
+            plans_api.delete_plan,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -121,6 +149,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
+        web_library.router(),
         web_cases.router(),
         web_runs.router(),
         web_execution.router(),
@@ -134,6 +163,8 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_milestones.router(),
+        web_plans.router(),
     ]
 
 
@@ -176,8 +207,10 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     async def _daily() -> None:
         await db.housekeeping()
         await session_store.delete_expired()
+        await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
+    login_throttle = LoginThrottle(db)
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),
@@ -186,7 +219,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # itself after the session check, and inbound tracker webhooks are signed.
         exclude=["/api/"],
     )
-    session_config = ServerSideSessionConfig(
+    session_config = RotatingSessionConfig(
         key="tms_session",
         max_age=SESSION_MAX_AGE,
         httponly=True,
@@ -202,7 +235,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             "config": config,
             "db": db,
             "token_usage": token_usage,
-            "login_throttle": LoginThrottle(),
+            "login_throttle": login_throttle,
+            "inflation_slots": inflation_slots(),
             "setup_token": setup_token,
             "setup_done": False,
         }
@@ -220,13 +254,15 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[operations_api.PROMETHEUS.middleware, request_gauge.middleware, session_config.middleware],
+        middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
+                    session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
         before_request=strict_json_body,
+        before_send=[security_headers],
         openapi_config=OpenAPIConfig(
             title="TMS API",
             version=__version__,
@@ -240,7 +276,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
                     )
                 }
             ),
-            render_plugins=[ApiReferencePlugin(), JsonRenderPlugin()],
+            render_plugins=[ApiReferencePlugin(), JsonDocument()],
         ),
         debug=False,
     )

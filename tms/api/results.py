@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 
-from tms.api.auth import requires
-from tms.api.bodies import MAX_WIRE_BYTES, read_body
+from tms.api.auth import ApiRequest, requires
+from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.results import BulkAnswer, ResultList
 from tms.services import results as result_service
-from tms.services.tokens import ApiPrincipal
 
 
-@get("/runs/{run_id:str}/results", **requires("read"), summary="Every result of a run, linked and unlinked")
+@get(
+    "/runs/{run_id:str}/results",
+    **requires("read"),
+    summary="The results of a run, linked and unlinked, a page at a time (limit/offset)",
+    description="Linked results first, then unlinked ones (`test_case_id`/`test_case_code` null), each in the "
+    "order they were stored. `limit` defaults to 500 and is clamped to 5,000; `pagination.total` counts "
+    "every result of the run. `assignee_id` and `status` filter it (an assignee lists linked results only).",
+)
 async def list_results(
-    request: Request[ApiPrincipal, str, object], run_id: str, assignee_id: str | None = None,
-    status: str | None = None,
+    request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None,
+    assignee_id: str | None = None, status: str | None = None,
 ) -> ResultList:
-    results = await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id,
-                                                assignee_id=assignee_id, status=status)
-    return ResultList(data=results)
+    return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset,
+                                             assignee_id=assignee_id, status=status)
 
 
 @post(
@@ -29,7 +34,8 @@ async def list_results(
     description="JSON body `{results: [Result]}` (gzip accepted); each item names `test_case_code` or "
     "`test_case_id` and is upserted per (run, case); answer `{accepted, rejected, errors: [{index, error}]}`.",
 )
-async def post_results(request: Request[ApiPrincipal, str, object], run_id: str) -> Response[BulkAnswer]:
+async def post_results(request: ApiRequest, run_id: str) -> Response[BulkAnswer]:
     db, tenant_id = request.app.state.db, request.user.tenant_id
-    answer = await result_service.post_results(db, tenant_id, run_id, await read_body(request))
+    async with request_body(request) as raw:
+        answer = await result_service.post_results(db, tenant_id, run_id, raw)
     return Response(answer, status_code=207 if answer.rejected else 201)

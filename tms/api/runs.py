@@ -19,17 +19,20 @@ from tms.services import runs as run_service
 from tms.services.tokens import ApiPrincipal
 
 
-@get("/runs", **requires("read"), summary="List runs (filters project_id, status; limit/offset)")
+@get("/runs", **requires("read"),
+     summary="List runs (filters project_id, status, milestone_id, plan_id; limit/offset)")
 async def list_runs(
     request: Request[ApiPrincipal, str, object],
     project_id: str | None = None,
     status: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    milestone_id: str | None = None,
+    plan_id: str | None = None,
 ) -> RunList:
     runs, pagination = await run_service.list_runs(
         request.app.state.db, request.user.tenant_id,
-        project_id=project_id, status=status, limit=limit, offset=offset,
+        project_id=project_id, status=status, limit=limit, offset=offset, milestone_id=milestone_id, plan_id=plan_id,
     )
     return RunList(data=runs, pagination=pagination)
 

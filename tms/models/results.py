@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from tms.models import Label, RequestBody
+from tms.models.cases import Pagination
 
 ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
 RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
@@ -17,6 +18,8 @@ Text = Annotated[str, msgspec.Meta(max_length=20_000)]
 Stack = Annotated[str, msgspec.Meta(max_length=200_000)]
 Short = Annotated[str, msgspec.Meta(max_length=500)]
 Url = Annotated[str, msgspec.Meta(max_length=2_000)]
+# stored in a SQLite INTEGER (64-bit signed); a larger number was a 500 at the insert
+Millis = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 
 class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -29,11 +32,21 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     comment: Text | None = None
     bug_ticket_key: Label | None = None
     bug_ticket_url: Url | None = None
-    duration_ms: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    duration_ms: Millis | None = None
     framework: Label | None = None
     error_message: Text | None = None
     error_stack: Stack | None = None
     executed_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        # stored in UTC: an offset can push a time at the calendar's edge out of the years 1-9999
+        # ("9999-12-31T23:59:59-01:00"); msgspec turns this ValueError into a ValidationError
+        if self.executed_at is not None and self.executed_at.tzinfo is not None:
+            try:
+                self.executed_at.astimezone(UTC)
+            except OverflowError:
+                raise ValueError("executed_at is out of range: in UTC it must fall within the years "
+                                 "0001-9999") from None
 
 
 class ResultsBody(RequestBody):
@@ -76,6 +89,8 @@ class Result(msgspec.Struct):
     created_at: str
     updated_at: str
     attachments: list[dict[str, Any]]
+    # the case's version when the result was written (null: unlinked, or written before versions existed)
+    case_version: int | None = None
     # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)
     assignee_id: str | None = None
     step_results: msgspec.Raw | None = None
@@ -83,3 +98,4 @@ class Result(msgspec.Struct):
 
 class ResultList(msgspec.Struct):
     data: list[Result]
+    pagination: Pagination

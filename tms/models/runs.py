@@ -22,12 +22,14 @@ class RunCreate(RequestBody):
     environment: Label | None = None
     # cuids or codes; each pre-populates the run with one UNKNOWN result
     test_case_ids: Annotated[list[CaseRef], msgspec.Meta(max_length=50_000)] = msgspec.field(default_factory=list)
+    milestone_id: str | None = None
 
 
 class RunUpdate(RequestBody):
     name: Name | UnsetType = UNSET
     environment: Label | UnsetType | None = UNSET
     status: RunStatus | UnsetType = UNSET
+    milestone_id: str | UnsetType | None = UNSET
     # what the team concluded, usually written when completing the run (an addition to the contract)
     summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
@@ -53,6 +55,8 @@ class Run(msgspec.Struct):
     updated_at: str
     completed_at: str | None
     counts: RunCounts
+    milestone_id: str | None = None
+    plan_id: str | None = None  # read-only: set when a test plan created the run
     summary: str | None = None
 
 

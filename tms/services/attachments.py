@@ -26,7 +26,16 @@ import multipart
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
 from tms.services import audit
-from tms.services.errors import DomainError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType
+from tms.services.errors import (
+    DISK_FULL_DETAIL,
+    DomainError,
+    InsufficientStorage,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    UnsupportedMediaType,
+    is_disk_full,
+)
 from tms.services.filetypes import ALLOWED_EXTENSIONS, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
 from tms.store import attachments as attachment_store
 
@@ -252,6 +261,13 @@ async def upload(
             spool.discard()
             await _drain(body, received, content_length)
             raise
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            # the answer is a 507, and the client should read it rather than a broken pipe
+            spool.discard()
+            await _drain(body, received, content_length)
+            raise InsufficientStorage(DISK_FULL_DETAIL) from exc
         if not spool.files:
             raise InvalidInput("no 'file' part in the body", field=FILE_FIELD)
 
@@ -315,6 +331,11 @@ async def open_attachment(db: Database, tenant_id: str, attachment_id: str, dire
 def _unlink_all(directory: Path, storage_names: list[str]) -> None:
     for name in storage_names:
         (directory / name).unlink(missing_ok=True)
+
+
+def remove_files(directory: Path, storage_names: list[str]) -> None:
+    """Removes stored files by name (after the transaction that deleted their rows has committed)."""
+    _unlink_all(directory, storage_names)
 
 
 def default_directory(db: Database) -> Path:

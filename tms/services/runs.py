@@ -12,6 +12,7 @@ from tms.models.cases import Pagination
 from tms.models.runs import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
 from tms.services import audit, events
 from tms.services.errors import Conflict, InvalidInput, NotFound
+from tms.services.milestones import require_milestone
 from tms.services.paging import check_choice, page_window
 from tms.services.result_rows import STATUS_INDEX, placeholder_row
 from tms.store import cases as case_store
@@ -38,6 +39,8 @@ def run_from_row(row: Row) -> Run:
             skipped=row["results_skipped"],
             unknown=row["results_unknown"],
         ),
+        milestone_id=row["milestone_id"],
+        plan_id=row["plan_id"],
         summary=row.get("summary"),
     )
 
@@ -58,9 +61,15 @@ def completed_event(run: Row) -> dict[str, Any]:
 
 
 async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
-    """An unknown project (or another tenant's) is a missing resource: 404, as for ids in paths."""
-    if not await project_store.project_exists(db, tenant_id, project_id):
+    """The project a new run (POST /runs, ingest, a plan) goes into: an unknown project (or another
+    tenant's) is a missing resource, 404 as for ids in paths; an archived one refuses new runs, 409."""
+    exists, archived_at = await project_store.archived_at(db, tenant_id, project_id)
+    if not exists:
         raise NotFound(f"project {project_id} not found", field="project_id")
+    if archived_at is not None:
+        raise Conflict(f"project {project_id} is archived and takes no new runs or ingests; "
+                       "unarchive it first (PATCH /api/v1/projects/{id} with archived false)",
+                       field="project_id")
 
 
 async def resolve_case_refs(
@@ -95,6 +104,8 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
         raise InvalidInput("name must not be blank", field="name")
     await require_project(db, tenant_id, body.project_id)
     cases = await resolve_case_refs(db, tenant_id, body.test_case_ids)
+    if body.milestone_id is not None:
+        await require_milestone(db, tenant_id, body.milestone_id, body.project_id)
 
     run_id, now = new_id(), now_iso()
     rows = [
@@ -105,7 +116,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
         await run_store.insert_run(
             tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id, name=name,
             environment=body.environment, status="PENDING", created_at=now,
-            counts=(len(rows), 0, 0, 0, 0, len(rows)),
+            counts=(len(rows), 0, 0, 0, 0, len(rows)), milestone_id=body.milestone_id,
         )
         await result_store.upsert_linked(tx, rows)
         await audit.record(tx, tenant_id, "run.created", "run", run_id,
@@ -131,11 +142,14 @@ async def list_runs(
     status: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    milestone_id: str | None = None,
+    plan_id: str | None = None,
 ) -> tuple[list[Run], Pagination]:
     limit, offset = page_window(limit, offset)
     check_choice(status, RUN_STATUSES, "status")
     rows, total = await run_store.list_runs(
-        db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset
+        db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset,
+        milestone_id=milestone_id, plan_id=plan_id,
     )
     return [run_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
 
@@ -156,6 +170,10 @@ async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate)
         row = await run_store.get_run(tx, tenant_id, run_id)
         if row is None:
             raise NotFound(f"run {run_id} not found")
+        if body.milestone_id is not msgspec.UNSET and body.milestone_id != row["milestone_id"]:
+            if body.milestone_id is not None:
+                await require_milestone(tx, tenant_id, body.milestone_id, row["project_id"])
+            changes["milestone_id"] = body.milestone_id
         now = now_iso()
         entering_completed = body.status == "COMPLETED" and row["status"] != "COMPLETED"
         if body.status is not msgspec.UNSET and body.status != row["status"]:

@@ -14,6 +14,16 @@ document.addEventListener("submit", (event) => {
   const message = (event.submitter && event.submitter.dataset.confirm) || event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
 });
+// Webhook form: show the message preview of the chosen format.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("[data-preview-select]");
+  if (!select) return;
+  const form = select.closest("form");
+  if (!form) return;
+  form.querySelectorAll("[data-preview-format]").forEach((block) => {
+    block.hidden = block.dataset.previewFormat !== select.value;
+  });
+});
 // A header checkbox that ticks every checkbox of one name in its form (run results, case picker).
 document.addEventListener("change", (event) => {
   const all = event.target.closest("[data-check-all]");

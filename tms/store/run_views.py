@@ -77,3 +77,15 @@ async def unlinked_status_counts(db: Database, tenant_id: str, run_id: str) -> d
         "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
         (run_id, tenant_id))
     return {r["status"]: r["n"] for r in rows}
+
+
+async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Rows of the run per status as stored now: (linked, unlinked). The run's summary counters may
+    differ for unlinked results after the retention sweep, so the filter tabs count the rows."""
+    linked = await db.fetch_all(
+        "SELECT status, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
+        (run_id, tenant_id))
+    unlinked = await db.fetch_all(
+        "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
+        (run_id, tenant_id))
+    return {r["status"]: r["n"] for r in linked}, {r["status"]: r["n"] for r in unlinked}

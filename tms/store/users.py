@@ -36,7 +36,7 @@ async def get_user(db: Database, user_id: str) -> Row | None:
 
 
 async def any_user_exists(db: Database | Transaction) -> bool:
-    return await db.fetch_value(_ANY_USER) == 1
+    return bool(await db.fetch_value(_ANY_USER))
 
 
 def any_user_in_file(conn: sqlite3.Connection) -> bool:

@@ -10,14 +10,17 @@ from urllib.parse import urlencode
 from litestar import Router, get, post
 from litestar.response import File, Redirect, Template
 
-from tms.api.attachments import SVG_CSP, content_disposition
+from tms.api.attachments import attachment_file
 from tms.models.runs import RUN_STATUSES, RunCreate, RunUpdate
 from tms.services import attachments as attachment_service
 from tms.services import audit, executions, team
+from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
+from tms.services.paging import page_offset
 from tms.store import case_views, run_views
+from tms.store import results as result_store
 from tms.web.cases import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
 from tms.web.common import AnyRequest, db_of, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.web.session import page_guard
@@ -41,7 +44,7 @@ async def list_runs(request: AnyRequest, offset: int = 0, project_id: str | None
                     status: str | None = None) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     status = status if status in RUN_STATUSES else None
-    offset = max(0, offset)
+    offset = page_offset(offset)
     rows, total = await run_views.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
                                                    limit=PAGE_SIZE, offset=offset)
     runs = [run_service.run_from_row(row) for row in rows]
@@ -63,11 +66,13 @@ async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
 
 @get("/runs/{run_id:str}")
 async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0,
-                   assignee: str | None = None) -> Template:
+                   unlinked_offset: int = 0, assignee: str | None = None) -> Template:
+    """Linked and unlinked results each a page at a time (``offset``, ``unlinked_offset``); filters by
+    status and assignee (a user id, "me", or "none" for the unassigned)."""
     db, tenant = db_of(request), tenant_of(request)
     run = await _run_or_404(request, run_id)
     status = status if status in RESULT_STATUSES else None
-    offset = max(0, offset)
+    offset, unlinked_offset = page_offset(offset), page_offset(unlinked_offset)
     members = await team.list_users(db, tenant)
     if assignee == "me":
         assignee = user_of(request).id
@@ -79,13 +84,16 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
     if assignee:
         wanted = None if assignee == "none" else assignee
         linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
+        linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status,
+                                             limit=RESULTS_PAGE, offset=offset, assignee=assignee)
     else:
         linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
+        linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
+                                                 limit=RESULTS_PAGE, linked_total=linked_total)
     unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
-    linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status, limit=RESULTS_PAGE,
-                                         offset=offset, assignee=assignee)
-    unlinked = [] if assignee else await run_views.result_page(db, tenant, run.id, unlinked=True, status=status,
-                                                               limit=RESULTS_PAGE, offset=0)
+    unlinked = [] if assignee else await result_store.page_for_run(
+        db, tenant, run.id, unlinked=True, offset=unlinked_offset, status=status, limit=RESULTS_PAGE,
+        linked_total=linked_total)
     # attachments of the shown rows only, through the attachments service (one query per 500 ids)
     attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
     for row in linked + unlinked:
@@ -96,12 +104,15 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
         project = None
     history, _, _, _ = await audit.list_entries(db, tenant, entity_type="run", entity_id=run.id, limit=20)
     names = {m["id"]: m["name"] or m["email"] for m in members}
-    filter_query = {k: v for k, v in (("status", status), ("assignee", assignee)) if v}
     return render(request, "runs/detail.html", active_nav="runs", run=run, project=project,
                   linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
-                  pager_query=urlencode(filter_query), assignee=assignee, names=names,
+                  pager_query=urlencode({k: v for k, v in (("status", status), ("assignee", assignee),
+                                                           ("unlinked_offset", unlinked_offset)) if v}),
+                  unlinked_pager=page_numbers(unlinked_total, RESULTS_PAGE, unlinked_offset),
+                  unlinked_pager_query=urlencode({k: v for k, v in (("status", status), ("offset", offset)) if v}),
+                  assignee=assignee, names=names,
                   assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
                   assignee_counts=assignee_counts,
                   open=run.status in run_service.OPEN_STATUSES, history=history,
@@ -121,38 +132,45 @@ async def complete_run(request: AnyRequest, run_id: str) -> Redirect:
     return done(request, f"/runs/{run.id}", f"Run “{run.name}” marked completed.")
 
 
-def _filters_from(values: Any, prefix: str = "") -> case_views.CaseFilters:
+def _filters_from(values: Any, prefix: str = "") -> case_service.CaseQuery:
+    """The picker's filter (the case list's own query parameters, ``f_``-prefixed when posted back)."""
     def get_value(key: str) -> str:
-        return (values.get(prefix + key) or "").strip()
+        return str(values.get(prefix + key) or "").strip()
 
-    return case_views.CaseFilters(
+    tag = get_value("tag")[:100]
+    return case_service.CaseQuery(
         q=get_value("q")[:200] or None, project_id=get_value("project_id") or None,
         status=_choice(get_value("status"), STATUSES),
         automation_status=_choice(get_value("automation_status"), AUTOMATION),
         priority=_choice(get_value("priority"), PRIORITIES), layer=_choice(get_value("layer"), LAYERS),
-        tag=get_value("tag")[:100] or None)
+        tags=(tag,) if tag else (), section_id=get_value("section_id") or None,
+        include_subsections=get_value("sub") == "1")
 
 
 PICK_LIMIT = 500  # cases listed with a checkbox; "all matching the filter" takes up to MAX_CASES
 MAX_CASES = 50_000
-FILTER_FIELDS = ("q", "project_id", "status", "automation_status", "priority", "layer", "tag")
+FILTER_FIELDS = ("q", "project_id", "status", "automation_status", "priority", "layer", "tag", "section_id", "sub")
 
 
 async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] | None = None,
                   errors: dict[str, str] | None = None, status_code: int = 200,
-                  filters: case_views.CaseFilters | None = None) -> Template:
+                  filters: case_service.CaseQuery | None = None) -> Template:
     """The case picker: the new-run form, or "Add cases" to an open run."""
     db, tenant = db_of(request), tenant_of(request)
     filters = filters or _filters_from(request.query_params)
     if run is not None:
         filters = dataclasses.replace(filters, project_id=run.project_id)
-    rows, total = await case_views.search_cases(db, tenant, filters, limit=PICK_LIMIT, offset=0)
-    already = await case_views.in_run(db, tenant, run.id, [r["id"] for r in rows]) if run else set()
+    rows, page = await case_service.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
+    total = page.total
+    already = await case_views.in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
     projects = await project_service.list_projects(db, tenant)
     form = form or {"name": "", "project_id": filters.project_id or "", "environment": "", "case_ids": [],
                     "all_matching": False}
     environments = sorted({e for p in projects for e in p.environments})
-    query = {k: getattr(filters, k) or "" for k in FILTER_FIELDS}
+    query = {"q": filters.q or "", "project_id": filters.project_id or "", "status": filters.status or "",
+             "automation_status": filters.automation_status or "", "priority": filters.priority or "",
+             "layer": filters.layer or "", "tag": filters.tags[0] if filters.tags else "",
+             "section_id": filters.section_id or "", "sub": "1" if filters.include_subsections else ""}
     return render(request, "runs/pick.html", status_code=status_code, active_nav="runs", run=run,
                   cases=rows, total=total, shown=len(rows), already=already, projects=projects,
                   environments=environments, form=form, errors=errors or {}, query=query,
@@ -168,7 +186,7 @@ async def new_run_page(request: AnyRequest) -> Template:
 async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict[str, list[str]]) -> list[str]:
     if single.get("all_matching"):
         filters = _filters_from(single, "f_")
-        return await case_views.matching_ids(db_of(request), tenant_of(request), filters, MAX_CASES)
+        return (await case_service.matching_ids(db_of(request), tenant_of(request), filters))[:MAX_CASES]
     return list(dict.fromkeys(multi.get("case_ids", [])))
 
 
@@ -260,15 +278,7 @@ async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
                                                           state.config.attachments_dir)
     except NotFound as exc:
         raise not_found("attachment") from exc
-    headers = {
-        "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": content_disposition("inline" if stored.inline else "attachment", stored.file_name),
-        "Cache-Control": "private, no-cache",
-    }
-    if stored.mime_type == "image/svg+xml":
-        headers["Content-Security-Policy"] = SVG_CSP
-    media_type = f"{stored.mime_type}; charset=utf-8" if stored.mime_type == "text/plain" else stored.mime_type
-    return File(path=stored.path, media_type=media_type, headers=headers, filename=stored.file_name)
+    return attachment_file(stored)
 
 
 def router() -> Router:
