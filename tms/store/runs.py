@@ -13,7 +13,7 @@ from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
-    "results_passed, results_failed, results_broken, results_skipped, results_unknown, milestone_id, plan_id"
+    "results_passed, results_failed, results_broken, results_skipped, results_unknown, milestone_id, plan_id, summary"
 )
 COUNT_COLUMNS = ("results_total", "results_passed", "results_failed", "results_broken", "results_skipped",
                  "results_unknown")
@@ -59,7 +59,7 @@ async def insert_run(
 
 
 async def update_run(tx: Transaction, tenant_id: str, run_id: str, changes: dict[str, Any]) -> int:
-    allowed = {"name", "environment", "status", "updated_at", "completed_at", "milestone_id"}
+    allowed = {"name", "environment", "status", "updated_at", "completed_at", "milestone_id", "summary"}
     if set(changes) - allowed:
         raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
     assignments = ", ".join(f"{column} = ?" for column in changes)
@@ -78,6 +78,19 @@ async def add_results(
         "results_failed = results_failed + ?, results_broken = results_broken + ?, "
         "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ?, "
         "status = CASE status WHEN 'PENDING' THEN 'IN_PROGRESS' ELSE status END "
+        "WHERE tenant_id = ? AND id = ?",
+        (*deltas, at, tenant_id, run_id),
+    )
+
+
+async def shift_counts(
+    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
+) -> None:
+    """Adds to the run's counts without touching its status (cases added to or removed from a run)."""
+    await tx.execute(
+        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
+        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
+        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ? "
         "WHERE tenant_id = ? AND id = ?",
         (*deltas, at, tenant_id, run_id),
     )
