@@ -23,7 +23,7 @@ from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, retest
+from tms.services import audit, events, retest
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.result_rows import (
     STATUS_INDEX,
@@ -162,6 +162,10 @@ async def ingest_into_run(
             await result_store.insert_unlinked(tx, unlinked_rows)
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
+        # one entry for the whole shard, with counts: never one per result
+        await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
+            "shard": True, "linked": len(linked_rows), "unlinked": len(unlinked_rows), "rejected": len(errors),
+            "failed": len(failed)})
         answer = IngestAnswer(
             run_id=run_id, accepted=len(linked_rows) + len(unlinked_rows), rejected=len(errors),
             errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
