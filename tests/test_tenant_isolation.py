@@ -36,6 +36,8 @@ class Owned:
     integration: str
     token: str
     generation: str
+    member: str = ""
+    invitation: str = ""
     section: str = ""
     milestone: str = ""
     plan: str = ""
@@ -76,6 +78,11 @@ def _owned_resources(victim: Tenant) -> Owned:
             "INSERT INTO ai_generations (id, tenant_id, project_id, month, model, drafts, created_at, status, "
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
+    invited = web.post("/settings/team/invite", data={"email": f"invitee-{victim.id}@example.com", "role": "tester",
+                                                      "_csrf_token": web.cookies.get("csrftoken", "")})
+    assert invited.status_code == 303, invited.text
+    member = conn.execute("SELECT id FROM users WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
+    invitation = conn.execute("SELECT id FROM user_links WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
     conn.close()
     milestone = api.post("/api/v1/milestones", json={"project_id": project, "name": "Secret milestone"})
     assert milestone.status_code == 201, milestone.text
@@ -83,7 +90,8 @@ def _owned_resources(victim: Tenant) -> Owned:
     assert plan.status_code == 201, plan.text
     owned = Owned(project, case["id"], case["code"], run, linked["id"], unlinked["id"],
                  upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation,
-                 milestone=milestone.json()["data"]["id"], plan=plan.json()["data"]["id"])
+                 milestone=milestone.json()["data"]["id"], plan=plan.json()["data"]["id"],
+                  member=member, invitation=invitation)
     owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
     return owned
 
@@ -116,6 +124,13 @@ API_ROUTES = [
     ("GET", "/api/v1/plans/{plan}", None),
     ("PATCH", "/api/v1/plans/{plan}", {"name": "stolen"}),
     ("DELETE", "/api/v1/plans/{plan}", None),
+    ("POST", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("DELETE", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("GET", "/api/v1/results/{result}", None),
+    ("GET", "/api/v1/results/{unlinked_result}", None),
+    ("PATCH", "/api/v1/results/{result}", {"comment": "stolen"}),
+    ("PATCH", "/api/v1/results/{unlinked_result}", {"comment": "stolen"}),
+    ("POST", "/api/v1/runs/{run}/assign", {"result_ids": ["{result}"], "assignee_id": None}),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -123,6 +138,8 @@ SESSION_API_ROUTES = [
     ("GET", "/api/webhooks/{subscription}/deliveries", None),
     ("POST", "/api/webhooks/{subscription}/deliveries/{delivery}/redeliver", None),
     ("POST", "/api/webhooks/{subscription}/ping", None),
+    ("POST", "/api/results/{result}/attachments", "file"),
+    ("POST", "/api/results/{unlinked_result}/attachments", "file"),
 ]
 WEB_ROUTES = [
     ("GET", "/ai/generations/{generation}", None),
@@ -165,6 +182,15 @@ WEB_ROUTES = [
     ("GET", "/plans/{plan}", None),
     ("POST", "/plans/{plan}/edit", {"name": "stolen"}),
     ("POST", "/plans/{plan}/delete", {}),
+    ("GET", "/runs/{run}/add", None),
+    ("POST", "/runs/{run}/add", {"case_ids": "x"}),
+    ("POST", "/runs/{run}/bulk", {"result_ids": "{result}", "action": "assign"}),
+    ("GET", "/results/{result}/execute", None),
+    ("POST", "/results/{result}/execute", {"status": "PASSED"}),
+    ("POST", "/settings/team/{member}/role", {"role": "viewer"}),
+    ("POST", "/settings/team/{member}/active", {"active": "0"}),
+    ("POST", "/settings/team/{member}/reset", {}),
+    ("POST", "/settings/team/invitations/{invitation}/revoke", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {
@@ -172,6 +198,8 @@ NOT_TENANT_SCOPED = {
     "/schema/{path:str}": "OpenAPI documents",
     "/api/integrations/{integration_id:str}": "tracker webhook: authenticated by the integration's own secret "
                                               "(tested in test_integrations.py)",
+    "/invitations/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
+    "/password-reset/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
 }
 
 
@@ -277,7 +305,9 @@ def test_ingest_cannot_link_another_tenants_case_code(two_tenants) -> None:
     response = attacker.api.post("/api/v1/ingest", json={
         "project_id": project, "results": [{"test_case_code": owned.case_code, "status": "PASSED"},
                                            {"test_case_id": owned.case_id, "status": "PASSED"}]})
-    if owned.case_code.startswith("TC-"):
+    if response.status_code == 400:  # neither item could be stored: a 400 naming both, nothing created
+        assert [error["field"] for error in response.json()["errors"]] == ["results[0]", "results[1]"]
+    elif owned.case_code.startswith("TC-"):
         # the attacker may own a TC-1 of its own; only the id reference is unambiguous
         assert response.json()["errors"][-1]["index"] == 1
     else:

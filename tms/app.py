@@ -25,6 +25,7 @@ from tms import __version__
 from tms.api import attachments as attachments_api
 from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
+from tms.api import executions as executions_api
 from tms.api import ingest as ingest_api
 from tms.api import me as me_api
 from tms.api import milestones as milestones_api
@@ -35,6 +36,7 @@ from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api import sections as sections_api
+from tms.api import team as team_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import inflation_slots, strict_json_body
 from tms.api.openapi import JsonDocument
@@ -50,8 +52,10 @@ from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
+from tms.web import audit as web_audit
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
+from tms.web import execution as web_execution
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import library as web_library
@@ -59,6 +63,7 @@ from tms.web import milestones as web_milestones
 from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
+from tms.web import team as web_team
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -95,8 +100,15 @@ def _api_router() -> Router:
             runs_api.create_run,
             runs_api.get_run,
             runs_api.update_run,
+            runs_api.add_cases,
+            runs_api.remove_cases,
             results_api.list_results,
             results_api.post_results,
+            executions_api.get_result,
+            executions_api.update_result,
+            executions_api.assign_results,
+            team_api.list_users,
+            team_api.list_audit,
             ingest_api.ingest,
             retention_api.sweep,
             sections_api.list_sections,
@@ -140,6 +152,12 @@ def _web_routers() -> list[Any]:
         web_library.router(),
         web_cases.router(),
         web_runs.router(),
+        web_execution.router(),
+        web_execution.upload_router(),
+        web_team.router(),
+        web_team.public_router(),
+        web_team.account_router(),
+        web_audit.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),

@@ -44,6 +44,8 @@ def _build_parser() -> argparse.ArgumentParser:
     password = user.add_mutually_exclusive_group(required=True)
     password.add_argument("--password")
     password.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    user.add_argument("--role", choices=("owner", "admin", "tester", "viewer"),
+                      help="the user's role (default admin; the tenant's first user is always its owner)")
     token = admin_commands.add_parser("create-token", help="create an API token; prints it on the last line")
     token.add_argument("--tenant", required=True, metavar="ID")
     token.add_argument("--name", required=True)
@@ -223,7 +225,8 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _create_tenant(db, args.name)))
         elif args.admin_command == "create-user":
             password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else args.password
-            print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password)))
+            print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password,
+                                                                     args.role)))
         elif args.admin_command == "create-token":
             print(_run_with_db(config, lambda db: _create_token(db, args.tenant, args.name, args.scopes)))
         elif args.admin_command == "set-tenant-status":
@@ -279,11 +282,13 @@ async def _create_tenant(db: Any, name: str) -> str:
     return await accounts.create_tenant(db, name)
 
 
-async def _create_user(db: Any, tenant_id: str, email: str, password: str) -> str:
+async def _create_user(db: Any, tenant_id: str, email: str, password: str, role: str | None) -> str:
     from tms.services import accounts
+    from tms.store import users as user_store
 
-    user_id = await accounts.create_user(db, tenant_id, email, password)
-    return f"created user {email} ({user_id})"
+    user_id = await accounts.create_user(db, tenant_id, email, password, role)
+    row = await user_store.get_user(db, user_id)
+    return f"created user {email} ({user_id}) with role {row['role'] if row else role}"
 
 
 async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:

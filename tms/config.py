@@ -110,6 +110,13 @@ SETTINGS: tuple[Setting, ...] = (
             maximum=10**9),
     Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001,
             maximum=3600),
+    Setting("smtp", "host", "", "SMTP server that mails invitation links; empty = no mail (the link is shown "
+            "to the admin to hand over)."),
+    Setting("smtp", "port", 587, "SMTP port.", minimum=1, maximum=65535),
+    Setting("smtp", "username", "", "SMTP user name; empty = no login."),
+    Setting("smtp", "password", "", "SMTP password (never shown or logged)."),
+    Setting("smtp", "from", "", "Sender address of the mails, e.g. tms@example.com."),
+    Setting("smtp", "starttls", True, "Upgrade the SMTP connection with STARTTLS."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}

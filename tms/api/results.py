@@ -16,12 +16,14 @@ from tms.services import results as result_service
     summary="The results of a run, linked and unlinked, a page at a time (limit/offset)",
     description="Linked results first, then unlinked ones (`test_case_id`/`test_case_code` null), each in the "
     "order they were stored. `limit` defaults to 500 and is clamped to 5,000; `pagination.total` counts "
-    "every result of the run.",
+    "every result of the run. `assignee_id` and `status` filter it (an assignee lists linked results only).",
 )
 async def list_results(
-    request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None
+    request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None,
+    assignee_id: str | None = None, status: str | None = None,
 ) -> ResultList:
-    return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset)
+    return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset,
+                                             assignee_id=assignee_id, status=status)
 
 
 @post(

@@ -91,6 +91,9 @@ class Result(msgspec.Struct):
     attachments: list[dict[str, Any]]
     # the case's version when the result was written (null: unlinked, or written before versions existed)
     case_version: int | None = None
+    # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)
+    assignee_id: str | None = None
+    step_results: msgspec.Raw | None = None
 
 
 class ResultList(msgspec.Struct):

@@ -30,6 +30,8 @@ class RunUpdate(RequestBody):
     environment: Label | UnsetType | None = UNSET
     status: RunStatus | UnsetType = UNSET
     milestone_id: str | UnsetType | None = UNSET
+    # what the team concluded, usually written when completing the run (an addition to the contract)
+    summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
 
 class RunCounts(msgspec.Struct):
@@ -55,6 +57,7 @@ class Run(msgspec.Struct):
     counts: RunCounts
     milestone_id: str | None = None
     plan_id: str | None = None  # read-only: set when a test plan created the run
+    summary: str | None = None
 
 
 class RunEnvelope(msgspec.Struct):
@@ -64,3 +67,19 @@ class RunEnvelope(msgspec.Struct):
 class RunList(msgspec.Struct):
     data: list[Run]
     pagination: Pagination
+
+
+class RunCasesBody(RequestBody):
+    """POST/DELETE /runs/{id}/cases: cuids or codes of the cases to add or remove."""
+
+    case_ids: Annotated[list[CaseRef], msgspec.Meta(min_length=1, max_length=50_000)]
+
+
+class RunCasesChange(msgspec.Struct):
+    added: int | None
+    removed: int | None
+    run: Run
+
+
+class RunCasesEnvelope(msgspec.Struct):
+    data: RunCasesChange

@@ -156,6 +156,12 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
     creates = check_creates(bodies)
     async with db.transaction() as tx:
         created = await insert_checked(tx, tenant_id, creates, now_iso())
+        if len(created) == 1:
+            await audit.record(tx, tenant_id, "case.created", "case", created[0].id,
+                               {"code": created[0].code, "title": created[0].title})
+        else:  # a bulk write (AI drafts saved): one entry with the count and the codes
+            await audit.record(tx, tenant_id, "case.created", "case", None,
+                               {"created": len(created), "codes": [case.code for case in created][:100]})
     return created
 
 
@@ -357,6 +363,10 @@ async def _place_update(tx: Transaction, tenant_id: str, row: Row, changes: dict
         await _check_projects(tx, tenant_id, {changes["project_id"]})
 
 
+AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "status", "priority", "layer",
+                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest")
+
+
 async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
     """Changes the fields given; a change of anything makes a new version (none when nothing differs)."""
     changes = _encoded_changes(body)
@@ -378,7 +388,10 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
             # the retest queue owns the flag and fires retest.required, in this transaction
             await set_needs_retest(tx, db, tenant_id, row["id"], body.needs_retest)
         updated = await case_store.get_case(tx, tenant_id, row["id"])
-    assert updated is not None
+        assert updated is not None
+        diff = audit.changes_between(row, updated, AUDITED_FIELDS)
+        if diff:
+            await audit.record(tx, tenant_id, "case.updated", "case", row["id"], diff)
     return case_from_row(updated)
 
 
@@ -418,3 +431,5 @@ async def delete_case(db: Database, tenant_id: str, id_or_code: str) -> None:
         if row is None:
             raise NotFound(f"test case {id_or_code} not found")
         await case_store.delete_case(tx, tenant_id, row["id"])
+        await audit.record(tx, tenant_id, "case.deleted", "case", row["id"],
+                           {"code": row["code"], "title": row["title"]})

@@ -17,7 +17,7 @@ from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, retest, shards
+from tms.services import audit, events, retest, shards
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.result_rows import (
     STATUS_INDEX,
@@ -216,6 +216,10 @@ async def ingest(
             await result_store.insert_unlinked(tx, rows.unlinked)
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", rows.failed)
         await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
+        # one entry for the whole report, with counts: never one per result
+        await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
+            "name": run_name, "linked": len(rows.linked), "unlinked": len(rows.unlinked),
+            "rejected": len(rows.errors), "failed": counts[2]})
         if key:
             await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)
     return status_code, answer_body

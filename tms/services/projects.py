@@ -64,6 +64,8 @@ async def create_project(db: Database, tenant_id: str, body: ProjectCreate) -> P
             created_at=now_iso(),
         )
         row = await project_store.get_project(tx, tenant_id, project_id)
+        await audit.record(tx, tenant_id, "project.created", "project", project_id,
+                           {"name": name, "environments": environments})
     assert row is not None
     return project_from_row(row)
 
@@ -73,6 +75,7 @@ async def mark_active(db: Database, tenant_id: str, project_id: str) -> None:
     async with db.transaction() as tx:
         if not await project_store.set_active_project(tx, tenant_id, project_id, now_iso()):
             raise NotFound(f"project {project_id} not found")
+        await audit.record(tx, tenant_id, "project.activated", "project", project_id)
 
 
 def _clean_environments(environments: list[str]) -> list[str]:

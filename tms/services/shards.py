@@ -120,6 +120,9 @@ async def ingest_into_run(
             # a case was deleted since the lookup: look again, under the write lock (rare)
             linked, unlinked, errors = _split(items, await resolve_cases(tx, tenant_id, items), item_errors)
         run_id = run["id"]
+        # where each item of the body landed (result_ids of the answer), found by the item object
+        position = {id(item): index for index, item in enumerate(items) if item is not None}
+        result_ids: list[str | None] = [None] * len(items)
         ids = iter(new_ids(len(linked) + len(unlinked)))
         state = await result_store.current_for_cases(tx, run_id, list({case["id"] for _, case in linked}))
         deltas = [0, 0, 0, 0, 0, 0]
@@ -135,6 +138,7 @@ async def ingest_into_run(
                 deltas[STATUS_INDEX[previous_row[1]]] -= 1
             deltas[STATUS_INDEX[item.status]] += 1
             state[case["id"]] = (result_id, item.status)
+            result_ids[position[id(item)]] = result_id
             title = item.title or case["title"]
             linked_rows.append(linked_row(result_id, tenant_id, run_id, case, title, item,
                                           item.framework or body.framework, now))
@@ -143,6 +147,7 @@ async def ingest_into_run(
                 failed.append(failed_event(run, result_id, case, title, item))
         for item in unlinked:
             result_id = next(ids)
+            result_ids[position[id(item)]] = result_id
             deltas[0] += 1
             deltas[STATUS_INDEX[item.status]] += 1
             unlinked_rows.append(unlinked_row(result_id, tenant_id, run["project_id"], run_id, item,
@@ -160,6 +165,7 @@ async def ingest_into_run(
         answer = IngestAnswer(
             run_id=run_id, accepted=len(linked_rows) + len(unlinked_rows), rejected=len(errors),
             errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+            result_ids=result_ids,
         )
         status_code, answer_body = (207 if errors else 201), _encoder.encode(answer)
         if key:

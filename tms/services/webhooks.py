@@ -40,6 +40,7 @@ from tms.models.webhooks import (
     SubscriptionCreate,
     SubscriptionUpdate,
 )
+from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.events import EVENT_NAMES, envelope
 from tms.services.runs import completed_event
@@ -143,6 +144,8 @@ async def create_subscription(
             created_at=now_iso(),
         )
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        await audit.record(tx, tenant_id, "webhook.created", "webhook", subscription_id,
+                           {"url": url, "events": events, "active": body.active, "has_secret": bool(secret)})
     assert row is not None
     return subscription_from_row(row)
 
@@ -164,11 +167,18 @@ async def update_subscription(
     if body.filters is not msgspec.UNSET:
         changes["filters"] = _filters_json(body.filters)
     async with db.transaction() as tx:
+        before = await store.get_subscription(tx, tenant_id, subscription_id)
         if not await store.update_subscription(tx, tenant_id, subscription_id, changes, now_iso()):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         # the dispatcher caches URL, secret and state of subscriptions with queued work: refresh it
         tx.after_commit(db.outbox_wakeup.set)
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        assert before is not None and row is not None
+        diff = audit.changes_between(before, row, [f for f in ("url", "events", "active") if f in changes])
+        if "secret" in changes:
+            diff["secret"] = ["(hidden)", "(changed)" if changes["secret"] else None]
+        if diff:
+            await audit.record(tx, tenant_id, "webhook.updated", "webhook", subscription_id, diff)
     assert row is not None
     return subscription_from_row(row)
 
@@ -178,6 +188,7 @@ async def delete_subscription(db: Database, config: Config, tenant_id: str, subs
         if not await store.delete_subscription(tx, tenant_id, subscription_id):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         tx.after_commit(db.outbox_wakeup.set)
+        await audit.record(tx, tenant_id, "webhook.deleted", "webhook", subscription_id)
 
 
 def _delivery(row: Row, attempts: list[Attempt]) -> Delivery:

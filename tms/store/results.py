@@ -92,9 +92,11 @@ _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
     "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version"
 )
-_UNLINKED_LIST_COLUMNS = _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
-                                               "NULL AS test_case_code").replace("case_version",
-                                                                                 "NULL AS case_version")
+_UNLINKED_LIST_COLUMNS = (
+    _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")
+    .replace("case_version", "NULL AS case_version") + ", NULL AS assignee_id, NULL AS step_results"
+)
+_LIST_COLUMNS += ", assignee_id, step_results"
 
 
 async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
@@ -180,6 +182,27 @@ async def page_for_run(
     return rows
 
 
+async def filtered_for_run(db: Database, tenant_id: str, run_id: str, *, assignee_id: str | None,
+                           status: str | None) -> list[Row]:
+    """Every row of the run with this assignee and/or status: linked ones first, then unlinked (which
+    are never assigned to anyone), each in the order they were stored."""
+    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    linked_where, linked_params = where, list(params)
+    if assignee_id is not None:
+        linked_where += " AND assignee_id = ?"
+        linked_params.append(assignee_id)
+    linked = await db.fetch_all(
+        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE {linked_where} ORDER BY rowid", linked_params)
+    if assignee_id is not None:
+        return linked
+    unlinked = await db.fetch_all(
+        f"SELECT {_UNLINKED_LIST_COLUMNS} FROM unlinked_test_results WHERE {where} ORDER BY rowid", params)
+    return linked + unlinked
+
+
 async def delete_unlinked_before(tx: Transaction, tenant_id: str, cutoff: str, batch: int) -> int:
     """Deletes up to ``batch`` unlinked rows of the tenant created at or before ``cutoff``."""
     return await tx.execute(
@@ -193,3 +216,26 @@ async def tenants_with_unlinked_results(db: Database) -> list[str]:
     """Tenants that hold any unlinked result (read off the sweep index, one entry per tenant)."""
     rows = await db.fetch_all("SELECT DISTINCT tenant_id FROM unlinked_test_results")
     return [row["tenant_id"] for row in rows]
+
+
+_INSERT_PLACEHOLDER = (
+    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}) VALUES ({', '.join('?' * len(LINKED_COLUMNS))}) "
+    "ON CONFLICT (run_id, test_case_id) DO NOTHING"
+)
+
+
+async def insert_placeholders(tx: Transaction, rows: Iterable[LinkedRow]) -> int:
+    """UNKNOWN rows for cases added to a run; a case the run already holds keeps its row (and result).
+    Returns the number of rows inserted."""
+    return await tx.executemany(_INSERT_PLACEHOLDER, _parameters(rows))
+
+
+async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Row]:
+    """Deletes the run's rows of these cases; returns (id, status) of each deleted row."""
+    if not case_ids:
+        return []
+    return await tx.fetch_all(
+        "DELETE FROM test_results WHERE run_id = ? AND tenant_id = ? "
+        "AND test_case_id IN (SELECT value FROM json_each(?)) RETURNING id, status",
+        (run_id, tenant_id, json.dumps(case_ids)),
+    )

@@ -14,6 +14,7 @@ from litestar.response import Redirect, Template
 from markupsafe import Markup, escape
 
 from tms.models.cases import CaseCreate, CaseUpdate
+from tms.services import audit
 from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services import sections as section_service
@@ -318,9 +319,10 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
     projects = await project_service.list_projects(db, tenant)
     pickable = [g for g in await section_service.pickable(db, tenant, projects) if project and g[0] == project.name]
     section_path = await section_service.path_names(db, tenant, case.section_id)
+    changes, _, _, _ = await audit.list_entries(db, tenant, entity_type="case", entity_id=case.id, limit=20)
     return render(request, "cases/detail.html", active_nav="cases", case=case, project=project,
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
-                  pickable=pickable, section_path=section_path, **CHOICES)
+                  pickable=pickable, section_path=section_path, changes=changes, **CHOICES)
 
 
 @get("/{case_id:str}/edit")
