@@ -26,9 +26,13 @@ from litestar.template.config import TemplateConfig
 from tms import __version__
 from tms.api import attachments as attachments_api
 from tms.api import cases as cases_api
+from tms.api import failures as failures_api
+from tms.api import flaky as flaky_api
 from tms.api import ingest as ingest_api
+from tms.api import known_issues as known_issues_api
 from tms.api import me as me_api
 from tms.api import projects as projects_api
+from tms.api import quarantine as quarantine_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
@@ -95,6 +99,17 @@ def _api_router() -> Router:
             results_api.post_results,
             ingest_api.ingest,
             retention_api.sweep,
+            failures_api.run_failures,
+            failures_api.compare_runs,
+            known_issues_api.list_known_issues,
+            known_issues_api.create_known_issue,
+            known_issues_api.get_known_issue,
+            known_issues_api.update_known_issue,
+            known_issues_api.delete_known_issue,
+            quarantine_api.list_quarantine,
+            quarantine_api.create_quarantine,
+            quarantine_api.delete_quarantine,
+            flaky_api.list_flaky,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],

@@ -84,6 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ai", "api_key", "", "API key of the AI provider (never shown or logged)."),
     Setting("ai", "monthly_quota", 100, "Successful AI generations per tenant per calendar month.", minimum=0),
     Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001),
+    Setting("flaky", "threshold", 0.3, "Flip rate (0-1) at which a case becomes FLAKY; below half of it, it is "
+            "stable again (AUTOMATED).", minimum=0.01),
+    Setting("flaky", "runs", 30, "How many of a project's last runs flaky detection looks at.", minimum=2),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
