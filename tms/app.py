@@ -51,6 +51,7 @@ from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
+from tms.web import failures as web_failures
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import projects as web_projects
@@ -135,6 +136,7 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_failures.router(),
     ]
 
 

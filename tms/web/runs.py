@@ -11,6 +11,7 @@ from litestar.response import File, Redirect, Template
 from tms.api.attachments import SVG_CSP, content_disposition
 from tms.models.runs import RUN_STATUSES, RunUpdate
 from tms.services import attachments as attachment_service
+from tms.services import failures as failure_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import NotFound
@@ -79,7 +80,8 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
         project = await project_service.get_project(db, tenant, run.project_id)
     except NotFound:
         project = None
-    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project,
+    clusters = await failure_service.clusters(db, tenant, run.id)
+    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project, clusters=clusters,
                   linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
