@@ -77,7 +77,7 @@ def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProce
     age_native_rows(first, old_first, days=40)
     age_native_rows(second, old_second, days=40)
 
-    config = Config(values={"retention.unlinked_days": 30})
+    config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
     deleted = run_admin(server.db_path, lambda db: retention.sweep_all(db, config))
     assert deleted == 11
     assert results_of(first, old_first) == [] and results_of(second, old_second) == []
@@ -105,8 +105,8 @@ def test_the_servers_own_sweep_runs_soon_after_start(tenant: Tenant) -> None:
     age_native_rows(tenant, run_id, days=45)
 
     async def one_pass(db: Any) -> None:
-        task = asyncio.create_task(retention.sweep_daily(db, Config(values={"retention.unlinked_days": 30}),
-                                                         first_delay=0, period=3600))
+        config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
+        task = asyncio.create_task(retention.sweep_daily(db, config, first_delay=0, period=3600))
         for _ in range(200):
             await asyncio.sleep(0.02)
             if not await db.fetch_value("SELECT COUNT(*) FROM native_test_results WHERE run_id = ?", (run_id,)):

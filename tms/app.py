@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, Request, Router, get
+from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
@@ -31,6 +31,7 @@ from tms.api import flaky as flaky_api
 from tms.api import ingest as ingest_api
 from tms.api import known_issues as known_issues_api
 from tms.api import me as me_api
+from tms.api import operations as operations_api
 from tms.api import projects as projects_api
 from tms.api import quarantine as quarantine_api
 from tms.api import results as results_api
@@ -67,11 +68,6 @@ from tms.webhooks.gauge import RequestGauge
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 SESSION_MAX_AGE = 14 * 24 * 3600
-
-
-@get("/healthz", include_in_schema=False, sync_to_thread=False)
-def healthz() -> dict[str, str]:
-    return {"status": "ok"}
 
 
 def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
@@ -195,7 +191,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         httponly=True,
         samesite="lax",
         secure=config.production,
-        exclude=["/api/v1", "/static", "/schema", "/healthz"],
+        exclude=["/api/v1", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
@@ -212,7 +208,9 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     )
     return Litestar(
         route_handlers=[
-            healthz,
+            operations_api.healthz,
+            operations_api.readyz,
+            operations_api.metrics,
             _api_router(),
             *_web_routers(),
             create_static_files_router(path="/static", directories=[PACKAGE_DIR / "static"],
@@ -221,7 +219,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[request_gauge.middleware, session_config.middleware],
+        middleware=[operations_api.PROMETHEUS.middleware, request_gauge.middleware, session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import logging
 import secrets
+import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -45,6 +46,10 @@ def _build_parser() -> argparse.ArgumentParser:
     status = admin_commands.add_parser("set-tenant-status", help="suspend (tokens and logins refused) or reactivate")
     status.add_argument("--tenant", required=True, metavar="ID")
     status.add_argument("--status", required=True, choices=("ACTIVE", "SUSPENDED"))
+
+    backup = admin_commands.add_parser("backup", help="write a consistent copy of the SQLite database (safe while "
+                                       "serve runs)")
+    backup.add_argument("file", metavar="FILE", help="where to write the copy (replaced if it exists)")
 
     from tms.reporter.cli import add_ingest_arguments
 
@@ -89,6 +94,9 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
     sys.setswitchinterval(0.0005)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    instance_lock = _lock_data_dir(config)
+    if instance_lock is None:
+        return 1
     setup_token = _first_run_token(config)
     app = create_app(config, setup_token=setup_token)
     host, port = config.get("server.host"), config.get("server.port")
@@ -100,6 +108,32 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=10)
     return 0
+
+
+def _lock_data_dir(config: Config) -> Any:
+    """Holds ``data_dir/tms.lock`` for the life of the process; None when another serve holds it.
+
+    With SQLite, one process owns the data dir: a second one would run its own webhook dispatcher
+    and periodic jobs, so every event would be delivered once per process. The lock is released by
+    the kernel when the process ends, however it ends (kill -9 included).
+    """
+    import fcntl
+
+    lock_path = config.data_dir / "tms.lock"
+    try:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        handle = lock_path.open("a+")
+    except OSError as exc:
+        print(f"tms: cannot use data dir {config.data_dir.resolve()}: {exc.strerror}", file=sys.stderr)
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        print(f"tms: another tms serve already uses the data dir {config.data_dir.resolve()} "
+              f"(it holds {lock_path.name}); stop it first", file=sys.stderr)
+        return None
+    return handle
 
 
 def _first_run_token(config: Config) -> str | None:
@@ -131,9 +165,25 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _create_token(db, args.tenant, args.name, args.scopes)))
         elif args.admin_command == "set-tenant-status":
             print(_run_with_db(config, lambda db: _set_tenant_status(db, args.tenant, args.status)))
+        elif args.admin_command == "backup":
+            return _backup(config, args.file)
     except DomainError as exc:
         print(f"tms: {exc.detail}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _backup(config: Config, file: str) -> int:
+    from pathlib import Path
+
+    from tms.db import backup_database
+
+    try:
+        size = backup_database(config.db_path, Path(file))
+    except (OSError, sqlite3.Error) as exc:
+        print(f"tms: backup failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"backed up {config.db_path} to {file} ({size} bytes)")
     return 0
 
 

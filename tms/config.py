@@ -46,6 +46,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Public address of the service; an https base_url marks production "
         "(Secure cookies, HTTPS-only webhooks).",
     ),
+    Setting(
+        "server",
+        "metrics_token",
+        "",
+        "Bearer token that lets non-loopback clients read /metrics (loopback needs none; empty = loopback only).",
+    ),
     Setting("storage", "data_dir", "data", "Directory holding tms.db (SQLite, WAL) and attachments/."),
     Setting(
         "attachments",
@@ -59,6 +65,14 @@ SETTINGS: tuple[Setting, ...] = (
         "unlinked_days",
         30,
         "Unlinked ingested results (NativeTestResult) older than this many days are swept; 0 = next sweep.",
+        minimum=0,
+    ),
+    Setting(
+        "retention",
+        "runs_days",
+        0,
+        "Whole runs (results and attachment files included) older than this many days are removed by the "
+        "daily sweep; 0 = keep every run.",
         minimum=0,
     ),
     Setting("webhooks", "timeout_seconds", 10.0, "Timeout of one delivery attempt, in seconds.", minimum=0.001),

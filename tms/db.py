@@ -158,6 +158,32 @@ class Database:
             await self._writer.execute("PRAGMA optimize")
 
 
+def backup_database(source: Path, target: Path) -> int:
+    """Writes a consistent copy of the database at ``source`` to ``target``; returns its size in bytes.
+
+    SQLite's online backup copies pages while other connections keep writing (a write restarts the
+    copy of the pages it changed), so this is safe while ``tms serve`` runs. The copy is written
+    beside the target and renamed into place, so a failed backup never leaves a half-written file.
+    """
+    if not source.exists():
+        raise FileNotFoundError(f"no database at {source}")
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    src = sqlite3.connect(source)
+    try:
+        src.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst, pages=1024)
+            dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    partial.replace(target)
+    return target.stat().st_size
+
+
 def migration_files() -> list[tuple[int, str, str]]:
     """(version, name, sql) of every ``tms/migrations/NNNN_name.sql``, in order."""
     found = []

@@ -1,7 +1,8 @@
-"""Retention of unlinked ingested results (NativeTestResult): the sweep, per tenant or for all.
+"""Retention: unlinked ingested results (NativeTestResult) per tenant or for all, and whole old runs.
 
 Rows are deleted in batches, each in its own short transaction, so a sweep of millions of rows never
-holds the single writer long enough to stall ingests. Run summaries (counts) are left as reported.
+holds the single writer long enough to stall ingests. Run summaries (counts) are left as reported
+when unlinked results go; a run removed by ``retention.runs_days`` goes with everything it holds.
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso_days_ago, now_iso
+from tms.services.attachments import delete_attachments_in
 from tms.store import idempotency as idempotency_store
 from tms.store import results as result_store
+from tms.store import run_retention as run_retention_store
 
 log = logging.getLogger(__name__)
 
 BATCH = 5_000
+# results of one old run removed per transaction: small enough that an ingest waits a few ms at most
+RUN_RESULTS_BATCH = 2_000
+RUNS_PER_PASS = 100
 # A CI job retries within minutes; a week of Idempotency-Keys is plenty and keeps the table small.
 IDEMPOTENCY_DAYS = 7
 
@@ -47,7 +53,38 @@ async def sweep_all(db: Database, config: Config) -> int:
     async with db.transaction() as tx:
         await idempotency_store.delete_before(tx, iso_days_ago(IDEMPOTENCY_DAYS))
     log.info("retention sweep removed %d unlinked results", total)
+    runs_days = int(config.get("retention.runs_days"))
+    if runs_days > 0:
+        removed = await sweep_old_runs(db, config, runs_days)
+        log.info("retention sweep removed %d runs older than %d days", removed, runs_days)
     return total
+
+
+async def sweep_old_runs(db: Database, config: Config, days: int) -> int:
+    """Removes every run created more than ``days`` ago with its results and attachment files.
+
+    A run's results go a chunk per transaction (attachment rows with them, files once each chunk has
+    committed), then the empty run: the writer is never held for more than one chunk.
+    """
+    before, removed = iso_days_ago(days), 0
+    while True:
+        runs = await run_retention_store.runs_created_before(db, before, RUNS_PER_PASS)
+        for run in runs:
+            await _remove_run(db, config, run["tenant_id"], run["id"])
+        removed += len(runs)
+        if len(runs) < RUNS_PER_PASS:
+            return removed
+
+
+async def _remove_run(db: Database, config: Config, tenant_id: str, run_id: str) -> None:
+    while True:
+        async with db.transaction() as tx:
+            result_ids = await run_retention_store.result_ids_chunk(tx, run_id, RUN_RESULTS_BATCH)
+            if not result_ids:
+                await run_retention_store.delete_run(tx, run_id)
+                return
+            await delete_attachments_in(tx, tenant_id, result_ids, config.attachments_dir)
+            await run_retention_store.delete_results(tx, run_id, result_ids)
 
 
 async def sweep_daily(db: Database, config: Config, first_delay: float = 300, period: float = 24 * 3600) -> None:

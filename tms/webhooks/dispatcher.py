@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso, new_id, now_iso
+from tms.metrics import DELIVERIES
 from tms.store import webhooks as store
 from tms.webhooks import delivery
 from tms.webhooks.gauge import RequestGauge
@@ -349,6 +350,7 @@ class Dispatcher:
         if not outcome.ok:
             log.info("webhook delivery %s attempt %d failed (%s); %s", row["id"], number, outcome.error,
                      f"retry at {next_attempt_at}" if next_attempt_at else "giving up")
+        DELIVERIES.labels(outcome={"delivered": "delivered", "pending": "retrying"}.get(status, "failed")).inc()
         return {
             "delivery_id": row["id"],
             "attempt": number,

@@ -1,0 +1,145 @@
+"""Operations: /healthz, /readyz, /metrics, one serve per SQLite data dir, backup, and run retention."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+from litestar.testing import TestClient
+
+from tests.conftest import ROOT, ServerProcess, Tenant, make_tenant_on, run_admin
+from tests.test_attachments import PNG, upload
+
+
+def test_health_and_readiness_answer_without_auth(server: ServerProcess, tenant: Tenant) -> None:
+    import httpx
+
+    for path in ("/healthz", "/readyz"):
+        response = httpx.get(server.url + path)
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+
+
+def test_readyz_is_503_while_a_migration_is_not_applied(start_server, tmp_path: Path) -> None:
+    import httpx
+
+    srv = start_server()
+    with sqlite3.connect(srv.db_path) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)")
+    response = httpx.get(srv.url + "/readyz")
+    assert response.status_code == 503
+    assert "migrations not applied" in response.json()["detail"]
+    assert httpx.get(srv.url + "/healthz").status_code == 200  # alive, just not ready
+
+
+def test_metrics_on_loopback_count_requests_and_show_the_outbox(server: ServerProcess, tenant: Tenant) -> None:
+    import httpx
+
+    project = tenant.create_project()
+    tenant.api.get(f"/api/v1/runs?project_id={project['id']}")
+    response = httpx.get(server.url + "/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'tms_requests_total{' in text
+    assert 'path="/api/v1/runs"' in text  # grouped by route template, never by id
+    assert "tms_outbox_backlog " in text
+    assert "tms_request_duration_seconds_bucket" in text
+
+
+def _in_process_client(env: dict[str, str], tmp_path: Path) -> TestClient:
+    from litestar.exceptions import LitestarDeprecationWarning
+
+    from tms.app import create_app
+    from tms.config import load_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LitestarDeprecationWarning)
+        app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path), **env}))
+    return TestClient(app)  # its client address is not loopback
+
+
+def test_metrics_need_the_metrics_token_off_loopback(tmp_path: Path) -> None:
+    with _in_process_client({"TMS_SERVER_METRICS_TOKEN": "s3cret-scrape"}, tmp_path) as client:
+        assert client.get("/metrics").status_code == 401
+        assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape"}).status_code == 200
+
+
+def test_metrics_without_a_token_configured_are_loopback_only(tmp_path: Path) -> None:
+    with _in_process_client({}, tmp_path) as client:
+        assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 401
+
+
+def test_a_second_serve_on_the_same_data_dir_refuses_to_start(server: ServerProcess) -> None:
+    env = {"TMS_STORAGE_DATA_DIR": str(server.data_dir), "TMS_SERVER_PORT": "0", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-m", "tms", "serve"], env=env, capture_output=True, text=True,
+                            timeout=30, cwd=ROOT)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "another tms serve already uses the data dir" in lines[0]
+
+
+def test_backup_while_serving_is_a_consistent_copy(server: ServerProcess, tenant: Tenant, tmp_path: Path) -> None:
+    project = tenant.create_project("Backed up")
+    target = tmp_path / "copy.db"
+    env = {"TMS_STORAGE_DATA_DIR": str(server.data_dir), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-m", "tms", "admin", "backup", str(target)], env=env,
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "backed up" in result.stdout
+    with sqlite3.connect(target) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT name FROM projects WHERE id = ?", (project["id"],)).fetchone() == ("Backed up",)
+    assert not Path(str(target) + "-wal").exists()
+
+
+def test_backup_of_a_missing_database_fails_with_one_line(tmp_path: Path) -> None:
+    env = {"TMS_STORAGE_DATA_DIR": str(tmp_path / "nothing"), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-m", "tms", "admin", "backup", str(tmp_path / "x.db")], env=env,
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 1
+    assert result.stderr.startswith("tms: backup failed: no database at")
+    assert not (tmp_path / "x.db").exists()
+
+
+def _ingest_with_attachment(tenant: Tenant, project_id: str, name: str) -> tuple[str, str]:
+    response = tenant.api.post("/api/v1/ingest", json={
+        "project_id": project_id, "run_name": name,
+        "results": [{"title": f"{name} unlinked", "status": "FAILED"}],
+    })
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    result_id = tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"][0]["id"]
+    assert upload(tenant.api, result_id, ("shot.png", PNG, "image/png")).status_code == 201
+    return run_id, result_id
+
+
+def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server) -> None:
+    srv = start_server(env={"TMS_RETENTION_RUNS_DAYS": "10"})
+    tenant = make_tenant_on(srv)
+    project = tenant.create_project()
+    old_run, _ = _ingest_with_attachment(tenant, project["id"], "old")
+    new_run, _ = _ingest_with_attachment(tenant, project["id"], "new")
+    files_before = set((srv.data_dir / "attachments").iterdir())
+    assert len(files_before) == 2
+    with sqlite3.connect(srv.db_path) as conn:  # age the first run, as eleven days would
+        conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old_run,))
+
+    from tms.config import load_config
+    from tms.services import retention
+
+    config = load_config(None, {"TMS_STORAGE_DATA_DIR": str(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
+    removed = run_admin(srv.db_path, lambda db: retention.sweep_old_runs(db, config, 10))
+
+    assert removed == 1
+    assert tenant.api.get(f"/api/v1/runs/{old_run}").status_code == 404
+    assert tenant.api.get(f"/api/v1/runs/{new_run}").status_code == 200
+    files_after = set((srv.data_dir / "attachments").iterdir())
+    assert len(files_after) == 1 and files_after < files_before
+    with sqlite3.connect(srv.db_path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM native_test_results WHERE run_id = ?", (old_run,)).fetchone() == (0,)
+        assert conn.execute("SELECT COUNT(*) FROM attachments").fetchone() == (1,)
