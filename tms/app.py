@@ -45,6 +45,7 @@ from tms.config import Config
 from tms.db import Database
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
+from tms.services import flaky as flaky_service
 from tms.services import retention
 from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
@@ -150,6 +151,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # the outbox drain: resumes pending deliveries from the database, then follows new events
         dispatcher = Dispatcher(db, config, gauge=request_gauge)
         await dispatcher.start()
+        # flaky cases re-evaluated after each write of results, off the request path
+        flaky_watcher = flaky_service.watch(db, config.get("flaky.threshold"), config.get("flaky.runs"))
         tasks = [
             asyncio.create_task(run_periodically(lambda: token_usage.flush(db), 15, "token last-used flush")),
             asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping")),
@@ -166,6 +169,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             yield
         finally:
             await dispatcher.stop()
+            await flaky_watcher.idle()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

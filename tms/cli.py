@@ -55,6 +55,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     ingest = commands.add_parser("ingest", help="parse JUnit XML / Cucumber JSON reports and post one ingest")
     add_ingest_arguments(ingest)
+
+    from tms.reporter.gate import add_quarantine_arguments
+
+    quarantine = commands.add_parser("quarantine", help="quarantined tests of a project (a client of the API)")
+    add_quarantine_arguments(quarantine)
     return parser
 
 
@@ -66,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from tms.reporter.cli import run_ingest
 
         return run_ingest(args)
+    if args.command == "quarantine":
+        from tms.reporter.gate import run_quarantine
+
+        return run_quarantine(args)
     try:
         config = load_config(find_config_file(args.config))
     except ConfigError as exc:

@@ -34,6 +34,14 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     error_message: Text | None = None
     error_stack: Stack | None = None
     executed_at: datetime | None = None
+    # statuses of earlier attempts of the same test in this run, oldest first (the reporter's retries):
+    # a PASSED result with a FAILED or BROKEN attempt passed only on retry, evidence of a flaky test
+    attempts: Annotated[list[ResultStatus], msgspec.Meta(max_length=50)] | None = None
+
+    @property
+    def passed_on_retry(self) -> int:
+        return int(self.status == "PASSED" and bool(self.attempts)
+                   and any(a in ("FAILED", "BROKEN") for a in self.attempts or ()))
 
 
 class ResultsBody(RequestBody):
@@ -76,6 +84,7 @@ class Result(msgspec.Struct):
     created_at: str
     updated_at: str
     attachments: list[dict[str, Any]]
+    fingerprint: str | None = None  # FAILED and BROKEN results: tms.services.fingerprints
 
 
 class ResultList(msgspec.Struct):

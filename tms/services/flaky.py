@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.db import Database, Row
+from tms.db import Database, Row, Transaction
 from tms.ids import now_iso
 from tms.models.cases import Pagination
 from tms.models.flaky import FlakyTest
@@ -173,3 +174,19 @@ class FlakyWatcher:
         """Waits for every evaluation under way (shutdown, tests)."""
         while self._running:
             await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+
+# the watcher of each open Database (set by the app at start; the admin CLI has none)
+_WATCHERS: weakref.WeakKeyDictionary[Database, FlakyWatcher] = weakref.WeakKeyDictionary()
+
+
+def watch(db: Database, threshold: float, runs: int) -> FlakyWatcher:
+    watcher = _WATCHERS[db] = FlakyWatcher(db, threshold, runs)
+    return watcher
+
+
+def touch_after_commit(tx: Transaction, db: Database, tenant_id: str, project_id: str) -> None:
+    """Asks for a re-evaluation of the project's flaky cases once the write commits (never on rollback)."""
+    watcher = _WATCHERS.get(db)
+    if watcher is not None:
+        tx.after_commit(lambda: watcher.touch(tenant_id, project_id))

@@ -16,7 +16,7 @@ from tms.db import Database, Row
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, retest
+from tms.services import events, failures, flaky, retest
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.results import (
     STATUS_INDEX,
@@ -60,6 +60,7 @@ def _build_rows(
     by_code: dict[str, Row],
     by_id: dict[str, Row],
     errors: dict[int, str],
+    stamper: failures.Stamper,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, tuple[str, str]], list[int], list[dict[str, Any]]]:
     """Row tuples of both tables, per-case state, unlinked counts by status and failed events.
 
@@ -83,12 +84,15 @@ def _build_rows(
         status = item.status
         executed_at = None if item.executed_at is None else executed_at_text(item.executed_at)
         framework = item.framework or default_framework
+        # the fingerprint of a failure, and the bug of a matching known issue when the item names none
+        fingerprint, bug_key, bug_url = stamper.stamp(status, item.error_message, item.error_stack,
+                                                      item.bug_ticket_key, item.bug_ticket_url)
         if case is None:
             result_id = ids[index]
             native_rows.append((
-                result_id, tenant_id, project_id, run_id, item.title, status, item.comment, item.bug_ticket_key,
-                item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack,
-                executed_at, now, now,
+                result_id, tenant_id, project_id, run_id, item.title, status, item.comment, bug_key,
+                bug_url, item.duration_ms, framework, item.error_message, item.error_stack,
+                executed_at, now, now, fingerprint, item.passed_on_retry,
             ))
             native_counts[STATUS_INDEX[status]] += 1
             if status == "FAILED":
@@ -100,9 +104,9 @@ def _build_rows(
         linked_state[case_id] = (result_id, status)
         title = item.title or case["title"]
         linked_rows.append((
-            result_id, tenant_id, run_id, case_id, case["code"], title, status, item.comment, item.bug_ticket_key,
-            item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack, executed_at,
-            now, now,
+            result_id, tenant_id, run_id, case_id, case["code"], title, status, item.comment, bug_key,
+            bug_url, item.duration_ms, framework, item.error_message, item.error_stack, executed_at,
+            now, now, fingerprint, item.passed_on_retry,
         ))
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
@@ -128,8 +132,9 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     run_name = (body.run_name or "").strip() or now
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
+    stamper = await failures.stamper_for(db, tenant_id, project_id)
     rows = await off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
-                           errors)
+                           errors, stamper)
     linked_rows, native_rows, linked_state, native_counts, failed = rows
 
     counts = native_counts
@@ -162,6 +167,8 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
             await retest.clear_after_results(tx, tenant_id, [(row[3], row[14]) for row in linked_rows], now)
         if native_rows:
             await result_store.insert_native(tx, native_rows)
+        await failures.record(tx, tenant_id, project_id, run_id, now, stamper)
+        flaky.touch_after_commit(tx, db, tenant_id, project_id)
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
         await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
         if key:

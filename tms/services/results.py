@@ -26,7 +26,7 @@ from tms.models.results import (
     ResultsBody,
     ResultsBodyLoose,
 )
-from tms.services import events, retest
+from tms.services import events, failures, flaky, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.store import cases as case_store
@@ -192,6 +192,7 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
     fresh_ids = iter(new_ids(len(linked)))
     async with db.transaction() as tx:
         run = await _get_run(tx, tenant_id, run_id)  # re-read: the run may have changed meanwhile
+        stamper = await failures.stamper_for(tx, tenant_id, run["project_id"])
         state = await result_store.current_for_cases(tx, run_id, list({case["id"] for _, _, case in linked}))
         deltas = [0, 0, 0, 0, 0, 0]
         rows, failed = [], []
@@ -205,15 +206,19 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
             deltas[STATUS_INDEX[item.status]] += 1
             state[case["id"]] = (result_id, item.status)
             title = item.title or case["title"]
+            fingerprint, bug_key, bug_url = stamper.stamp(item.status, item.error_message, item.error_stack,
+                                                          item.bug_ticket_key, item.bug_ticket_url)
             rows.append((
                 result_id, tenant_id, run_id, case["id"], case["code"], title, item.status, item.comment,
-                item.bug_ticket_key, item.bug_ticket_url, item.duration_ms, item.framework, item.error_message,
-                item.error_stack, executed_at_text(item.executed_at), now, now,
+                bug_key, bug_url, item.duration_ms, item.framework, item.error_message,
+                item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint, item.passed_on_retry,
             ))
             # fired when a result becomes FAILED: created FAILED or changed to FAILED, not when it stays so
             if item.status == "FAILED" and (previous is None or previous[1] != "FAILED"):
                 failed.append(failed_event(run, result_id, case, title, item))
         await result_store.upsert_linked(tx, rows)
+        await failures.record(tx, tenant_id, run["project_id"], run_id, now, stamper)
+        flaky.touch_after_commit(tx, db, tenant_id, run["project_id"])
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
         # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row

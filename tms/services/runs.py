@@ -88,7 +88,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
     run_id, now = new_id(), now_iso()
     rows = [
         (result_id, tenant_id, run_id, case["id"], case["code"], case["title"], "UNKNOWN", None, None, None, None,
-         None, None, None, None, now, now)
+         None, None, None, None, now, now, None, 0)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
     async with db.transaction() as tx:

@@ -16,11 +16,12 @@ _triples = msgspec.json.Decoder(list[tuple[str, str, str]])
 LINKED_COLUMNS = (
     "id", "tenant_id", "run_id", "test_case_id", "test_case_code", "title", "status", "comment", "bug_ticket_key",
     "bug_ticket_url", "duration_ms", "framework", "error_message", "error_stack", "executed_at", "created_at",
-    "updated_at",
+    "updated_at", "fingerprint", "passed_on_retry",
 )
 NATIVE_COLUMNS = (
     "id", "tenant_id", "project_id", "run_id", "title", "status", "comment", "bug_ticket_key", "bug_ticket_url",
     "duration_ms", "framework", "error_message", "error_stack", "executed_at", "created_at", "updated_at",
+    "fingerprint", "passed_on_retry",
 )
 # Last write wins: every reported field is replaced; id and created_at stay those of the first write.
 _UPSERT = (
@@ -34,7 +35,7 @@ _INSERT_NATIVE = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint"
 )
 _NATIVE_LIST_COLUMNS = _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
                                              "NULL AS test_case_code")
