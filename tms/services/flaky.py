@@ -7,7 +7,8 @@ on a retry counts as a flip inside that run:
 
     flip_rate = (flips + passes on retry) / (runs - 1 + passes on retry)
 
-A linked case whose flip rate reaches ``[flaky] threshold`` (over ``[flaky] runs`` runs) moves to
+A linked case with a verdict in at least 5 of the runs whose flip rate reaches ``[flaky] threshold``
+(over ``[flaky] runs`` runs) moves to
 automation status FLAKY; a FLAKY case whose flip rate falls below half the threshold moves back to
 AUTOMATED. Each move is audited (``case.flaky_detected`` / ``case.flaky_cleared``) and fires the
 outbox event ``test_case.flaky_changed``.
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 
 PASSING, FAILING = "PASSED", frozenset(("FAILED", "BROKEN"))
 MAX_RUNS = 200
+# a case is judged only once it has a verdict (passed, failed or broken) in this many runs of the window:
+# two runs, one red one green, say little
+MIN_VERDICTS = 5
 
 
 @dataclass(slots=True)
@@ -110,7 +114,8 @@ async def evaluate(db: Database, tenant_id: str, project_id: str, threshold: flo
     each move audited and evented. Returns {"flaky": n, "stable": n}."""
     found = await compute(db, tenant_id, project_id, runs)
     rates = {case_id: test.flip_rate for test, case_id in found if case_id}
-    to_flaky = [case_id for case_id, rate in rates.items() if rate >= threshold]
+    to_flaky = [case_id for test, case_id in found
+                if case_id and test.flip_rate >= threshold and test.passes + test.failures >= MIN_VERDICTS]
     async with db.transaction() as tx:
         current = await store.flaky_cases(tx, tenant_id, project_id)
         flaky_now = {row["id"] for row in current}
