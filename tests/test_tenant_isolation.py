@@ -36,6 +36,8 @@ class Owned:
     integration: str
     token: str
     generation: str
+    known_issue: str = ""
+    quarantine: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -74,8 +76,13 @@ def _owned_resources(victim: Tenant) -> Owned:
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
     conn.close()
-    return Owned(project, case["id"], case["code"], run, linked["id"], native["id"],
-                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+    owned = Owned(project, case["id"], case["code"], run, linked["id"], native["id"],
+                  upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+    owned.known_issue = api.post("/api/v1/known-issues", json={
+        "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
+    owned.quarantine = api.post("/api/v1/quarantine", json={
+        "project_id": project, "test_case_code": case["code"], "reason": "secret"}).json()["data"]["id"]
+    return owned
 
 
 # (method, path template, body kind); placeholders name Owned fields.
@@ -93,6 +100,12 @@ API_ROUTES = [
     ("PATCH", "/api/v1/runs/{run}", {"name": "stolen"}),
     ("GET", "/api/v1/runs/{run}/results", None),
     ("POST", "/api/v1/runs/{run}/results", {"results": [{"test_case_code": "TC-1", "status": "PASSED"}]}),
+    ("GET", "/api/v1/runs/{run}/failures", None),
+    ("GET", "/api/v1/runs/{run}/compare", None),
+    ("GET", "/api/v1/known-issues/{known_issue}", None),
+    ("PATCH", "/api/v1/known-issues/{known_issue}", {"note": "stolen"}),
+    ("DELETE", "/api/v1/known-issues/{known_issue}", None),
+    ("DELETE", "/api/v1/quarantine/{quarantine}", None),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -125,6 +138,10 @@ WEB_ROUTES = [
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
+    ("GET", "/runs/{run}/compare", None),
+    ("POST", "/known-issues/{known_issue}/status", {"status": "CLOSED"}),
+    ("POST", "/known-issues/{known_issue}/delete", {}),
+    ("POST", "/quarantine/{quarantine}/delete", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {

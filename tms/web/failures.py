@@ -88,6 +88,9 @@ async def create_known_issue(request: AnyRequest) -> Template | Redirect:
     body = _clean({key: single.get(key, "") for key in ("fingerprint", "pattern", "bug_ticket_key",
                                                          "bug_ticket_url", "note")})
     body["project_id"] = project.id
+    if "bug_ticket_key" not in body:
+        return await _known_issues_page(request, project, form=single, status_code=400,
+                                        errors={"bug_ticket_key": "This field is required."})
     value, errors = convert(KnownIssueCreate, body)
     if value is not None:
         try:
