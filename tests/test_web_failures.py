@@ -99,3 +99,14 @@ def test_flaky_and_known_issues_pages(tenant: Tenant) -> None:
     tenant.api.post("/api/v1/known-issues", json={"project_id": project, "pattern": "boom", "bug_ticket_key": "B-7"})
     listed = web.get(f"/known-issues?project_id={project}")
     assert "B-7" in text_of(listed.text) and every_post_form_has_csrf(listed.text)
+
+
+def test_dashboard_shows_new_failures_top_clusters_flakiest_and_quarantine(tenant: Tenant) -> None:
+    project, _, _ = _two_runs(tenant)
+    tenant.api.post("/api/v1/quarantine", json={"project_id": project, "test_case_code": "W-3", "reason": "r"})
+    page = tenant.web().get(f"/?project_id={project}")
+    assert page.status_code == 200
+    panel = text_of(page.text.split('id="failure-panel"', 1)[1].split('id="retest"', 1)[0])
+    assert "New failures in Nightly 2" in panel and "payment provider answer" in panel
+    assert "Top failure clusters, last 30 days" in panel and "3 failures" in panel  # the timeout, both runs
+    assert "1 test quarantined" in panel

@@ -8,14 +8,17 @@ known issue explains it), never a scan of the project's history.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tms.db import Database, Row, Transaction
+from tms.ids import iso_days_ago, now_iso
 from tms.models.failures import Cluster, ClusterResult, CompareItem, Comparison
-from tms.services import fingerprints
+from tms.services import fingerprints, flaky
 from tms.services.errors import NotFound
 from tms.services.known_issues import Matcher, matcher_for, to_model
 from tms.services.quarantine import active as active_quarantine
 from tms.store import failures as store
+from tms.store import quarantine as quarantine_store
 from tms.store import runs as run_store
 
 FAILING = frozenset(("FAILED", "BROKEN"))
@@ -138,3 +141,29 @@ async def compare(db: Database, tenant_id: str, run_id: str, base_id: str | None
 
 def _index(outcomes: list[tuple[str | None, str | None, str]]) -> dict[str, tuple[str | None, str | None, str]]:
     return {_key(code, title): (code, title, status) for code, title, status in outcomes}
+
+
+# ---- dashboard ------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class FailurePanel:
+    """The dashboard's failure figures, each from an index or a roll-up: the latest run's clusters
+    (partial index + first-seen keys), the daily roll-up of the last 30 days, the flaky candidates of
+    the last runs, the active quarantine entries."""
+
+    latest_run: Row | None
+    new_clusters: list[Cluster]
+    top_clusters: list[Row]
+    flakiest: list[Any]
+    quarantined: int
+
+
+async def panel(db: Database, tenant_id: str, project_id: str, *, flaky_runs: int = 30, limit: int = 5
+                ) -> FailurePanel:
+    latest = await store.last_runs(db, tenant_id, project_id, 1)
+    latest_run = await run_store.get_run(db, tenant_id, latest[0]) if latest else None
+    new = [c for c in await clusters(db, tenant_id, latest[0]) if c.new] if latest else []
+    top = await store.top_fingerprints(db, tenant_id, project_id, iso_days_ago(30)[:10], limit)
+    flakiest = [test for test, _ in (await flaky.compute(db, tenant_id, project_id, flaky_runs))[:limit]]
+    quarantined = await quarantine_store.count_active(db, tenant_id, project_id, now_iso())
+    return FailurePanel(latest_run, new, top, flakiest, quarantined)
