@@ -129,7 +129,7 @@ class RawSqlite:
         tenant_id, project_id = self.tenant_id, self.project_id
         self.conn.execute("INSERT INTO test_runs (id, tenant_id, project_id, name, status, created_at, updated_at) "
                           "VALUES (?, ?, ?, 'raw', 'COMPLETED', ?, ?)", (run_id, tenant_id, project_id, now, now))
-        linked, native = [], []
+        linked, unlinked = [], []
         for result_id, item in zip(new_ids(len(payload)), payload, strict=True):
             common = (item["status"], None, None, None, item["duration_ms"], item["framework"],
                       item.get("error_message"), None, None, now, now)
@@ -137,7 +137,7 @@ class RawSqlite:
                 code = item["test_case_code"]
                 linked.append((result_id, tenant_id, run_id, self.case_ids[code], code, "t", *common))
             else:
-                native.append((result_id, tenant_id, project_id, run_id, item["title"], *common))
+                unlinked.append((result_id, tenant_id, project_id, run_id, item["title"], *common))
         start = time.perf_counter()
         self.conn.execute("BEGIN IMMEDIATE")
         self.conn.executemany(
@@ -145,9 +145,9 @@ class RawSqlite:
             "bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, error_stack, executed_at, "
             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", linked)
         self.conn.executemany(
-            "INSERT INTO native_test_results (id, tenant_id, project_id, run_id, title, status, comment, "
+            "INSERT INTO unlinked_test_results (id, tenant_id, project_id, run_id, title, status, comment, "
             "bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, error_stack, executed_at, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", native)
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", unlinked)
         self.conn.execute("COMMIT")
         return time.perf_counter() - start
 
@@ -250,7 +250,7 @@ def bench_concurrent(server: ServerProcess, seconds: float, clients: int) -> lis
     with sqlite3.connect(server.db_path) as conn:
         stored = sum(
             conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant.id,)).fetchone()[0]
-            for table in ("test_results", "native_test_results")
+            for table in ("test_results", "unlinked_test_results")
         )
     return [
         (f"{clients} CI clients x 2,000-result ingests + 2 readers, {seconds:.0f} s", "0 5xx",

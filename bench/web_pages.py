@@ -76,7 +76,7 @@ def seed(db_path: Path, tenant_id: str, cases: int, runs: int, per_run: int) -> 
                   json.dumps(rnd.sample(["smoke", "checkout", "payments", "regression", "api"], 2)),
                   json.dumps([{"key": f"SHOP-{i}", "source": "JIRA"}]), t0, t0) for i in range(cases)])
             await tx.execute("UPDATE tenants SET case_seq = ? WHERE id = ?", (cases, tenant_id))
-            run_rows, result_rows, native_rows = [], [], []
+            run_rows, result_rows, unlinked_rows = [], [], []
             for r, run_id in enumerate(run_ids):
                 at = f"2026-02-{1 + r // 40:02d}T{(r % 24):02d}:{r % 60:02d}:00.000Z"
                 picked = rnd.sample(range(cases), per_run)
@@ -92,7 +92,7 @@ def seed(db_path: Path, tenant_id: str, cases: int, runs: int, per_run: int) -> 
                                         STACK if bad else None, at, at, at))
                 for k in range(2):
                     counts["PASSED"] += 1
-                    native_rows.append((ids[per_run + k], tenant_id, project_id, run_id, f"unlinked test {k}",
+                    unlinked_rows.append((ids[per_run + k], tenant_id, project_id, run_id, f"unlinked test {k}",
                                         "PASSED", None, None, None, 1200, "pytest", None, None, at, at, at))
                 total = per_run + 2
                 run_rows.append((run_id, tenant_id, project_id, f"Nightly #{r + 1}", "staging", "COMPLETED", at,
@@ -108,9 +108,9 @@ def seed(db_path: Path, tenant_id: str, cases: int, runs: int, per_run: int) -> 
                 "executed_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 result_rows)
             await tx.executemany(
-                "INSERT INTO native_test_results (id, tenant_id, project_id, run_id, title, status, comment, "
+                "INSERT INTO unlinked_test_results (id, tenant_id, project_id, run_id, title, status, comment, "
                 "bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, error_stack, executed_at, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", native_rows)
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", unlinked_rows)
             # one full-library run: a nightly of every case, the largest run page there is
             big_id, big_at = new_ids(1)[0], "2026-03-01T00:00:00.000Z"
             big_ids = new_ids(cases)

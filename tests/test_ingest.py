@@ -31,7 +31,7 @@ def row_counts(tenant: Tenant) -> tuple[int, int, int]:
     with sqlite3.connect(tenant.server.db_path) as conn:
         return tuple(  # type: ignore[return-value]
             conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant.id,)).fetchone()[0]
-            for table in ("test_runs", "test_results", "native_test_results")
+            for table in ("test_runs", "test_results", "unlinked_test_results")
         )
 
 
@@ -106,12 +106,25 @@ def test_some_rejected_is_207_with_index_and_reason(tenant: Tenant, other_tenant
     assert len(results_of(tenant, answer["run_id"])) == 2
 
 
-def test_all_rejected_still_answers_207_with_an_empty_run(tenant: Tenant) -> None:
+def test_a_body_without_one_valid_item_is_400_and_creates_nothing(tenant: Tenant) -> None:
     project = tenant.create_project()
-    response = ingest(tenant, {"project_id": project["id"], "results": [{"test_case_code": "NOPE-1",
-                                                                         "status": "PASSED"}]})
-    assert response.status_code == 207 and response.json()["accepted"] == 0
-    assert results_of(tenant, response.json()["run_id"]) == []
+    before = row_counts(tenant)
+    items = [{"test_case_code": "NOPE-1", "status": "PASSED"}, {"title": "x", "status": "passed"}, 17]
+    problem = assert_problem(ingest(tenant, {"project_id": project["id"], "results": items}), 400)
+    assert "Nothing was created" in problem["detail"]
+    assert [e["field"] for e in problem["errors"]] == ["results[0]", "results[1]", "results[2]"]
+    assert "NOPE-1" in problem["errors"][0]["message"] and "status" in problem["errors"][1]["message"]
+    assert row_counts(tenant) == before
+    assert events_of(tenant, "test_run.completed") == []
+    assert tenant.api.get("/api/v1/runs").json()["pagination"]["total"] == 0
+
+
+def test_a_nothing_stored_problem_lists_the_first_hundred_items(tenant: Tenant) -> None:
+    project = tenant.create_project()
+    items = [{"test_case_code": f"NOPE-{i}", "status": "PASSED"} for i in range(250)]
+    problem = assert_problem(ingest(tenant, {"project_id": project["id"], "results": items}), 400)
+    assert "all 250 items" in problem["detail"] and "first 100" in problem["detail"]
+    assert len(problem["errors"]) == 100 and problem["errors"][-1]["field"] == "results[99]"
 
 
 def test_duplicate_cases_in_one_report_upsert(tenant: Tenant) -> None:
@@ -214,7 +227,7 @@ def test_a_large_report_in_one_request(tenant: Tenant) -> None:
     project = tenant.create_project()
     cases = [new_case(tenant, code=f"BULK-{i}") for i in range(20)]
     items = [{"test_case_code": c["code"], "status": "PASSED"} for c in cases]
-    items += [{"title": f"native {i}", "status": "FAILED" if i % 100 == 0 else "PASSED"} for i in range(5000)]
+    items += [{"title": f"unlinked {i}", "status": "FAILED" if i % 100 == 0 else "PASSED"} for i in range(5000)]
     response = ingest(tenant, {"project_id": project["id"], "results": items}, gz=True)
     assert response.status_code == 201 and response.json()["accepted"] == 5020
     assert row_counts(tenant) == (1, 20, 5000)

@@ -11,21 +11,21 @@ from tests.test_cases import new_case
 from tests.test_ingest import ingest, results_of
 
 
-def report(tenant: Tenant, natives: int, linked: list[str] = ()) -> str:  # type: ignore[assignment]
+def report(tenant: Tenant, unlinked: int, linked: list[str] = ()) -> str:  # type: ignore[assignment]
     project = tenant.create_project()
-    items = [{"title": f"t{i}", "status": "PASSED"} for i in range(natives)]
+    items = [{"title": f"t{i}", "status": "PASSED"} for i in range(unlinked)]
     items += [{"test_case_code": code, "status": "FAILED"} for code in linked]
     response = ingest(tenant, {"project_id": project["id"], "results": items})
     assert response.status_code == 201, response.text
     return response.json()["run_id"]  # type: ignore[no-any-return]
 
 
-def age_native_rows(tenant: Tenant, run_id: str, days: int, count: int | None = None) -> None:
+def age_unlinked_rows(tenant: Tenant, run_id: str, days: int, count: int | None = None) -> None:
     """Moves the creation time of (some of) a run's unlinked rows into the past, as time would."""
     with sqlite3.connect(tenant.server.db_path) as conn:
         conn.execute(
-            "UPDATE native_test_results SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) "
-            "WHERE rowid IN (SELECT rowid FROM native_test_results WHERE run_id = ? ORDER BY rowid LIMIT ?)",
+            "UPDATE unlinked_test_results SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) "
+            "WHERE rowid IN (SELECT rowid FROM unlinked_test_results WHERE run_id = ? ORDER BY rowid LIMIT ?)",
             (f"-{days} days", run_id, -1 if count is None else count),
         )
 
@@ -38,11 +38,11 @@ def sweep(tenant: Tenant) -> Any:
 
 def test_sweep_removes_only_old_unlinked_rows_of_the_callers_tenant(tenant: Tenant, other_tenant: Tenant) -> None:
     case = new_case(tenant)
-    run_id = report(tenant, natives=10, linked=[case["code"]])
-    age_native_rows(tenant, run_id, days=29, count=6)  # rows 5-6 stay 29 days old: kept
-    age_native_rows(tenant, run_id, days=31, count=4)  # rows 1-4: past the 30 days
-    foreign_run = report(other_tenant, natives=3)
-    age_native_rows(other_tenant, foreign_run, days=90)
+    run_id = report(tenant, unlinked=10, linked=[case["code"]])
+    age_unlinked_rows(tenant, run_id, days=29, count=6)  # rows 5-6 stay 29 days old: kept
+    age_unlinked_rows(tenant, run_id, days=31, count=4)  # rows 1-4: past the 30 days
+    foreign_run = report(other_tenant, unlinked=3)
+    age_unlinked_rows(other_tenant, foreign_run, days=90)
 
     assert sweep(tenant) == {"data": {"deleted": 4}}
     rows = results_of(tenant, run_id)
@@ -61,7 +61,7 @@ def test_sweep_needs_write_scope(tenant: Tenant) -> None:
 def test_zero_days_sweeps_everything_existing(start_server: Callable[..., ServerProcess]) -> None:
     server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)
-    run_id = report(tenant, natives=12)
+    run_id = report(tenant, unlinked=12)
     assert sweep(tenant) == {"data": {"deleted": 12}}
     assert results_of(tenant, run_id) == []
 
@@ -72,10 +72,10 @@ def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProce
 
     server = start_server()
     first, second = make_tenant_on(server), make_tenant_on(server)
-    old_first, old_second = report(first, natives=5), report(second, natives=6)
-    fresh = report(first, natives=2)
-    age_native_rows(first, old_first, days=40)
-    age_native_rows(second, old_second, days=40)
+    old_first, old_second = report(first, unlinked=5), report(second, unlinked=6)
+    fresh = report(first, unlinked=2)
+    age_unlinked_rows(first, old_first, days=40)
+    age_unlinked_rows(second, old_second, days=40)
 
     config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
     deleted = run_admin(server.db_path, lambda db: retention.sweep_all(db, config))
@@ -87,8 +87,8 @@ def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProce
 def test_sweep_deletes_in_batches(tenant: Tenant, monkeypatch: Any) -> None:
     from tms.services import retention
 
-    run_id = report(tenant, natives=25)
-    age_native_rows(tenant, run_id, days=60)
+    run_id = report(tenant, unlinked=25)
+    age_unlinked_rows(tenant, run_id, days=60)
     monkeypatch.setattr(retention, "BATCH", 10)
     deleted = run_admin(tenant.server.db_path, lambda db: retention.sweep_tenant(db, tenant.id, 30))
     assert deleted == 25
@@ -101,15 +101,15 @@ def test_the_servers_own_sweep_runs_soon_after_start(tenant: Tenant) -> None:
     from tms.config import Config
     from tms.services import retention
 
-    run_id = report(tenant, natives=3)
-    age_native_rows(tenant, run_id, days=45)
+    run_id = report(tenant, unlinked=3)
+    age_unlinked_rows(tenant, run_id, days=45)
 
     async def one_pass(db: Any) -> None:
         config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
         task = asyncio.create_task(retention.sweep_daily(db, config, first_delay=0, period=3600))
         for _ in range(200):
             await asyncio.sleep(0.02)
-            if not await db.fetch_value("SELECT COUNT(*) FROM native_test_results WHERE run_id = ?", (run_id,)):
+            if not await db.fetch_value("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (run_id,)):
                 break
         task.cancel()
 

@@ -29,7 +29,7 @@ class Owned:
     case_code: str
     run: str
     result: str
-    native_result: str
+    unlinked_result: str
     attachment: str
     subscription: str
     delivery: str
@@ -53,7 +53,7 @@ def _owned_resources(victim: Tenant) -> Owned:
     run = ingest.json()["run_id"]
     results = api.get(f"/api/v1/runs/{run}/results").json()["data"]
     linked = next(r for r in results if r["test_case_id"])
-    native = next(r for r in results if not r["test_case_id"])
+    unlinked = next(r for r in results if not r["test_case_id"])
     upload = api.post(f"/api/v1/results/{linked['id']}/attachments", files={"file": ("shot.png", PNG, "image/png")})
     assert upload.status_code == 201, upload.text
     web = victim.web()
@@ -76,7 +76,7 @@ def _owned_resources(victim: Tenant) -> Owned:
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
     conn.close()
-    owned = Owned(project, case["id"], case["code"], run, linked["id"], native["id"],
+    owned = Owned(project, case["id"], case["code"], run, linked["id"], unlinked["id"],
                   upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
@@ -88,7 +88,7 @@ def _owned_resources(victim: Tenant) -> Owned:
 # (method, path template, body kind); placeholders name Owned fields.
 API_ROUTES = [
     ("POST", "/api/v1/results/{result}/attachments", "file"),
-    ("POST", "/api/v1/results/{native_result}/attachments", "file"),
+    ("POST", "/api/v1/results/{unlinked_result}/attachments", "file"),
     ("GET", "/api/v1/attachments/{attachment}", None),
     ("GET", "/api/v1/cases/{case_id}", None),
     ("GET", "/api/v1/cases/{case_code}", None),

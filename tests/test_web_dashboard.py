@@ -12,7 +12,7 @@ FEATURE = "Feature: f\n  Scenario: s\n    Given a step\n"
 
 def _ingest(tenant: Tenant, project_id: str, name: str, statuses: dict[str, str], unlinked: int = 0) -> None:
     results = [{"test_case_code": code, "status": status} for code, status in statuses.items()]
-    results += [{"title": f"native {i}", "status": "PASSED"} for i in range(unlinked)]
+    results += [{"title": f"unlinked {i}", "status": "PASSED"} for i in range(unlinked)]
     response = tenant.api.post("/api/v1/ingest", json={"project_id": project_id, "run_name": name,
                                                        "results": results})
     assert response.status_code == 201, response.text

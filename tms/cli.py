@@ -149,13 +149,15 @@ def _first_run_token(config: Config) -> str | None:
     """A one-time setup token when the database has no user yet (checked before the app starts)."""
     import sqlite3
 
+    from tms.store import users as user_store
+
     if not config.db_path.exists():
         return secrets.token_urlsafe(24)
     conn = sqlite3.connect(config.db_path)
     try:
-        has_user = conn.execute("SELECT EXISTS (SELECT 1 FROM users)").fetchone()[0]
+        has_user = user_store.any_user_in_file(conn)
     except sqlite3.OperationalError:  # tables not created yet
-        has_user = 0
+        has_user = False
     finally:
         conn.close()
     return None if has_user else secrets.token_urlsafe(24)

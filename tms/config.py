@@ -64,7 +64,7 @@ SETTINGS: tuple[Setting, ...] = (
         "retention",
         "unlinked_days",
         30,
-        "Unlinked ingested results (NativeTestResult) older than this many days are swept; 0 = next sweep.",
+        "Unlinked ingested results (naming no library case) older than this many days are swept; 0 = next sweep.",
         minimum=0,
     ),
     Setting(

@@ -86,7 +86,7 @@ def _default_detail(status: int) -> str:
 def handle_domain_error(request: Request, exc: DomainError) -> Response[Any]:
     if _wants_html(request):
         return _html_error(request, exc.status_code, exc.detail)
-    errors = [{"field": exc.field, "message": exc.detail}] if exc.field else None
+    errors = exc.errors or ([{"field": exc.field, "message": exc.detail}] if exc.field else None)
     return problem_response(exc.status_code, exc.detail, title=exc.title, errors=errors)
 
 

@@ -3,17 +3,17 @@
 
 -- Set at write time on every FAILED or BROKEN result (tms.services.fingerprints), NULL otherwise.
 ALTER TABLE test_results ADD COLUMN fingerprint TEXT;
-ALTER TABLE native_test_results ADD COLUMN fingerprint TEXT;
+ALTER TABLE unlinked_test_results ADD COLUMN fingerprint TEXT;
 -- 1 when the reporter saw earlier attempts fail and the last one pass (pass-on-retry evidence)
 ALTER TABLE test_results ADD COLUMN passed_on_retry INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE native_test_results ADD COLUMN passed_on_retry INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE unlinked_test_results ADD COLUMN passed_on_retry INTEGER NOT NULL DEFAULT 0;
 
 -- A run's failures (about one row in twelve) without reading its passes: partial indexes cost an
 -- ingest nothing for the rows they leave out.
 CREATE INDEX test_results_failures ON test_results (run_id, fingerprint) WHERE fingerprint IS NOT NULL;
-CREATE INDEX native_results_failures ON native_test_results (run_id, fingerprint) WHERE fingerprint IS NOT NULL;
+CREATE INDEX unlinked_results_failures ON unlinked_test_results (run_id, fingerprint) WHERE fingerprint IS NOT NULL;
 CREATE INDEX test_results_retried ON test_results (run_id) WHERE passed_on_retry = 1;
-CREATE INDEX native_results_retried ON native_test_results (run_id) WHERE passed_on_retry = 1;
+CREATE INDEX unlinked_results_retried ON unlinked_test_results (run_id) WHERE passed_on_retry = 1;
 
 -- One row per (project, fingerprint): where and when it was first seen, so "new" is one key lookup
 -- instead of a scan of the project's history. Maintained by every write of failed results.

@@ -60,7 +60,7 @@ async def create_user(db: Database, tenant_id: str, email: str, password: str) -
     password_hash = await asyncio.to_thread(_hasher.hash, password)
     user_id = new_id()
     async with db.transaction() as tx:
-        if await tx.fetch_value("SELECT 1 FROM users WHERE email = ?", (email,)):
+        if await user_store.email_taken(tx, email):
             raise Conflict(f"a user with email {email} already exists", field="email")
         await user_store.insert_user(tx, user_id, tenant_id, email, password_hash, now_iso())
     return user_id
@@ -73,7 +73,7 @@ async def create_first_tenant_and_admin(db: Database, tenant_name: str, email: s
     password_hash = await asyncio.to_thread(_hasher.hash, password)
     tenant_id, user_id, at = new_id(), new_id(), now_iso()
     async with db.transaction() as tx:
-        if await tx.fetch_value("SELECT EXISTS (SELECT 1 FROM users)"):
+        if await user_store.any_user_exists(tx):
             raise Conflict("setup is already complete")
         await tenant_store.insert_tenant(tx, tenant_id, _clean_name(tenant_name), at)
         await user_store.insert_user(tx, user_id, tenant_id, email, password_hash, at)

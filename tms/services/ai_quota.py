@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from tms.config import Config
 from tms.db import Database, Transaction
+from tms.store import ai as ai_store
 
 
 def current_month(now: datetime | None = None) -> str:
@@ -25,13 +26,10 @@ def next_month_start(now: datetime | None = None) -> datetime:
     return datetime(year, month, 1, tzinfo=UTC)
 
 
-COUNT_SQL = "SELECT COUNT(*) FROM ai_generations WHERE tenant_id = ? AND month = ?"
-
-
 async def generations_this_month(
     db: Database | Transaction, tenant_id: str, month: str | None = None, *, now: datetime | None = None
 ) -> int:
-    return int(await db.fetch_value(COUNT_SQL, (tenant_id, month or current_month(now))))
+    return await ai_store.generations_in_month(db, tenant_id, month or current_month(now))
 
 
 class _MonthCounts:

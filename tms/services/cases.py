@@ -19,6 +19,7 @@ from tms.services.gherkin import validate_gherkin
 from tms.services.paging import check_choice, page_window
 from tms.services.retest import set_needs_retest
 from tms.store import cases as case_store
+from tms.store import projects as project_store
 from tms.store import tenants as tenant_store
 
 CODE_RE = re.compile(CODE_PATTERN)
@@ -73,9 +74,7 @@ def _as_create(body: CaseCreate | dict[str, Any]) -> CaseCreate:
 async def _check_projects(tx: Transaction, tenant_id: str, project_ids: set[str]) -> None:
     """An unknown project (or another tenant's) is a missing resource: 404, as for ids in paths."""
     for project_id in sorted(project_ids):
-        if not await tx.fetch_value(
-            "SELECT 1 FROM projects WHERE tenant_id = ? AND id = ?", (tenant_id, project_id)
-        ):
+        if not await project_store.project_exists(tx, tenant_id, project_id):
             raise NotFound(f"project {project_id} not found", field="project_id")
 
 

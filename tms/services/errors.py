@@ -7,10 +7,14 @@ class DomainError(Exception):
     status_code = 400
     title = "Bad Request"
 
-    def __init__(self, detail: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, detail: str, *, field: str | None = None, errors: list[dict[str, str]] | None = None
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.field = field
+        # several named problems at once ({field, message} each); else the one ``field`` above
+        self.errors = errors
 
 
 class InvalidInput(DomainError):

@@ -1,36 +1,43 @@
 """POST /api/v1/ingest: one request, one transaction, one COMPLETED run with all its results.
 
 Built for 100k-result reports: the body is decoded typed in one pass, every named case is resolved
-with two queries, ids are minted in bulk, rows are plain tuples and each table gets one executemany.
+with two queries, ids are minted in bulk, rows are small structs (``tms.store.results``) and each
+table gets one executemany.
 An Idempotency-Key makes a retried request (same key, same bytes) return the first answer.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
-from tms.db import Database, Row
+from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, failures, flaky, retest
+from tms.services import events, failures, flaky, known_issues, retest
 from tms.services.errors import Conflict, InvalidInput
-from tms.services.results import (
+from tms.services.known_issues import Matcher
+from tms.services.result_rows import (
     STATUS_INDEX,
+    CaseMaps,
+    cases_still_exist,
     decode_bulk,
-    executed_at_text,
     failed_event,
     link,
+    linked_row,
     off_loop,
     resolve_cases,
+    retest_pairs,
+    unlinked_row,
 )
 from tms.services.runs import completed_event, require_project
 from tms.store import idempotency as idempotency_store
 from tms.store import results as result_store
 from tms.store import runs as run_store
+from tms.store.results import LinkedRow, UnlinkedRow
 
 MAX_KEY_LENGTH = 255
 _encoder = msgspec.json.Encoder()
@@ -51,29 +58,44 @@ async def _replay(row: dict[str, Any], request_sha256: str) -> tuple[int, bytes]
     return int(row["response_status"]), bytes(row["response_body"])
 
 
+class _Rows(NamedTuple):
+    # every item's error by index: its own (from decoding) plus those naming an unknown case
+    errors: dict[int, str]
+    linked: list[LinkedRow]
+    unlinked: list[UnlinkedRow]
+    # per case: (result id of its first row, last status): duplicates in one report upsert like POST results
+    linked_state: dict[str, tuple[str, str]]
+    # the run's counts (tms.store.runs.COUNT_COLUMNS order); linked results are added once per case
+    counts: list[int]
+    failed: list[dict[str, Any]]
+    # fingerprints seen and known-issue bugs applied, for the first-seen and daily tables
+    stamper: failures.Stamper
+
+
 def _build_rows(
     tenant_id: str,
     run: dict[str, Any],
     now: str,
     default_framework: str | None,
     items: list[ResultIn | None],
-    by_code: dict[str, Row],
-    by_id: dict[str, Row],
-    errors: dict[int, str],
-    stamper: failures.Stamper,
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], dict[str, tuple[str, str]], list[int], list[dict[str, Any]]]:
-    """Row tuples of both tables, per-case state, unlinked counts by status and failed events.
+    cases: CaseMaps,
+    item_errors: dict[int, str],
+    matcher: Matcher,
+) -> _Rows:
+    """The rows of both tables, the run's counts, the failed events and the errors.
 
-    Items naming an unknown case are added to ``errors`` (by index) and skipped.
+    Items naming an unknown case are added to the errors (by index) and skipped.
     """
+    by_code, by_id = cases
+    errors = dict(item_errors)
     run_id, project_id = run["id"], run["project_id"]
     ids = new_ids(len(items))
-    linked_rows: list[tuple[Any, ...]] = []
-    native_rows: list[tuple[Any, ...]] = []
-    # per case: (result id of its first row, last status): duplicates in one report upsert like POST results
+    linked: list[LinkedRow] = []
+    unlinked: list[UnlinkedRow] = []
     linked_state: dict[str, tuple[str, str]] = {}
-    native_counts = [0, 0, 0, 0, 0, 0]
+    counts = [0, 0, 0, 0, 0, 0]
     failed: list[dict[str, Any]] = []
+    stamper = failures.Stamper(matcher)
     for index, item in enumerate(items):
         if item is None:
             continue
@@ -82,19 +104,14 @@ def _build_rows(
             errors[index] = case
             continue
         status = item.status
-        executed_at = None if item.executed_at is None else executed_at_text(item.executed_at)
         framework = item.framework or default_framework
-        # the fingerprint of a failure, and the bug of a matching known issue when the item names none
-        fingerprint, bug_key, bug_url = stamper.stamp(status, item.error_message, item.error_stack,
-                                                      item.bug_ticket_key, item.bug_ticket_url)
+        # a failure's fingerprint, and the bug of a matching known issue when the item names none
+        stamp = stamper.stamp(status, item.error_message, item.error_stack, item.bug_ticket_key,
+                              item.bug_ticket_url)
         if case is None:
             result_id = ids[index]
-            native_rows.append((
-                result_id, tenant_id, project_id, run_id, item.title, status, item.comment, bug_key,
-                bug_url, item.duration_ms, framework, item.error_message, item.error_stack,
-                executed_at, now, now, fingerprint, item.passed_on_retry,
-            ))
-            native_counts[STATUS_INDEX[status]] += 1
+            unlinked.append(unlinked_row(result_id, tenant_id, project_id, run_id, item, framework, now, stamp))
+            counts[STATUS_INDEX[status]] += 1
             if status == "FAILED":
                 failed.append(failed_event(run, result_id, None, item.title, item))
             continue
@@ -103,18 +120,49 @@ def _build_rows(
         result_id = ids[index] if previous is None else previous[0]
         linked_state[case_id] = (result_id, status)
         title = item.title or case["title"]
-        linked_rows.append((
-            result_id, tenant_id, run_id, case_id, case["code"], title, status, item.comment, bug_key,
-            bug_url, item.duration_ms, framework, item.error_message, item.error_stack, executed_at,
-            now, now, fingerprint, item.passed_on_retry,
-        ))
+        linked.append(linked_row(result_id, tenant_id, run_id, case, title, item, framework, now, stamp))
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
-    return linked_rows, native_rows, linked_state, native_counts, failed
+    counts[0] = len(unlinked) + len(linked_state)
+    for _, status in linked_state.values():
+        counts[STATUS_INDEX[status]] += 1
+    return _Rows(errors, linked, unlinked, linked_state, counts, failed, stamper)
+
+
+# A body whose every item is rejected is a 400; its problem lists this many of the item errors.
+NOTHING_STORED_SHOWN = 100
+
+
+def _refuse_if_nothing_stored(rows: _Rows) -> None:
+    """No run without a result: a body none of whose items can be stored creates nothing, fires nothing."""
+    if rows.linked or rows.unlinked:
+        return
+    errors = rows.errors
+    shown = sorted(errors)[:NOTHING_STORED_SHOWN]
+    more = f"; the first {len(shown)} are listed" if len(errors) > len(shown) else ""
+    raise InvalidInput(
+        f"No result could be stored: all {len(errors)} items of results were rejected{more}. "
+        "Nothing was created.",
+        field="results",
+        errors=[{"field": f"results[{index}]", "message": errors[index]} for index in shown],
+    )
+
+
+def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
+    """(HTTP status, JSON body) of an ingest: 201 when every item was stored, 207 when some were rejected."""
+    errors = rows.errors
+    answer = IngestAnswer(
+        run_id=run_id, accepted=len(rows.linked) + len(rows.unlinked), rejected=len(errors),
+        errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+    )
+    return 207 if errors else 201, _encoder.encode(answer)
 
 
 async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
-    """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected."""
+    """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected.
+
+    A body none of whose items can be stored is a 400 (``InvalidInput``): no run, no event.
+    """
     key = check_idempotency_key(idempotency_key)
     request_sha256 = hashlib.sha256(raw).hexdigest() if key else ""
     if key:
@@ -122,33 +170,20 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
         if previous is not None:
             return await _replay(previous, request_sha256)
 
-    body, items, errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
+    body, items, item_errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
     if not items:
         raise InvalidInput("results must hold at least one result", field="results")
     await require_project(db, tenant_id, body.project_id)
-    by_code, by_id = await resolve_cases(db, tenant_id, items)
+    cases = await resolve_cases(db, tenant_id, items)
 
     run_id, now = new_id(), now_iso()
     run_name = (body.run_name or "").strip() or now
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
-    stamper = await failures.stamper_for(db, tenant_id, project_id)
-    rows = await off_loop(len(raw), _build_rows, tenant_id, run, now, body.framework, items, by_code, by_id,
-                           errors, stamper)
-    linked_rows, native_rows, linked_state, native_counts, failed = rows
-
-    counts = native_counts
-    counts[0] = len(native_rows) + len(linked_state)
-    for _, status in linked_state.values():
-        counts[STATUS_INDEX[status]] += 1
-    accepted = len(linked_rows) + len(native_rows)
-    answer = IngestAnswer(
-        run_id=run_id, accepted=accepted, rejected=len(errors),
-        errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
-    )
-    status_code = 207 if errors else 201
-    answer_body = _encoder.encode(answer)
-    run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
+    build = (tenant_id, run, now, body.framework, items)
+    matcher = await known_issues.matcher_for(db, tenant_id, project_id)
+    rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors, matcher)
+    _refuse_if_nothing_stored(rows)
 
     async with db.transaction() as tx:
         if key:
@@ -157,19 +192,27 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
             if previous is not None:
                 return await _replay(previous, request_sha256)
         await require_project(tx, tenant_id, project_id)
+        if not await cases_still_exist(tx, tenant_id, rows.linked_state.keys()):
+            # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
+            rows = await off_loop(len(raw), _build_rows, *build, await resolve_cases(tx, tenant_id, items),
+                                  item_errors, matcher)
+            _refuse_if_nothing_stored(rows)
+        counts = rows.counts
+        status_code, answer_body = _answer(run_id, rows)
+        run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
         await run_store.insert_run(
             tx, run_id=run_id, tenant_id=tenant_id, project_id=project_id, name=run_name,
             environment=body.environment, status="COMPLETED", created_at=now, counts=tuple(counts),  # type: ignore[arg-type]
         )
-        if linked_rows:
-            await result_store.upsert_linked(tx, linked_rows)
-            # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row
-            await retest.clear_after_results(tx, tenant_id, [(row[3], row[14]) for row in linked_rows], now)
-        if native_rows:
-            await result_store.insert_native(tx, native_rows)
-        await failures.record(tx, tenant_id, project_id, run_id, now, stamper)
+        if rows.linked:
+            await result_store.upsert_linked(tx, rows.linked)
+            # a new result is the retest a flagged case waits for
+            await retest.clear_after_results(tx, tenant_id, retest_pairs(rows.linked), now)
+        if rows.unlinked:
+            await result_store.insert_unlinked(tx, rows.unlinked)
+        await failures.record(tx, tenant_id, project_id, run_id, now, rows.stamper)
         flaky.touch_after_commit(tx, db, tenant_id, project_id)
-        await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
+        await events.emit_many(tx, db, tenant_id, "test_run_result.failed", rows.failed)
         await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
         if key:
             await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)

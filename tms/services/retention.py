@@ -1,4 +1,4 @@
-"""Retention: unlinked ingested results (NativeTestResult) per tenant or for all, and whole old runs.
+"""Retention: unlinked ingested results per tenant or for all, and whole old runs.
 
 Rows are deleted in batches, each in its own short transaction, so a sweep of millions of rows never
 holds the single writer long enough to stall ingests. Run summaries (counts) are left as reported
@@ -38,7 +38,7 @@ async def sweep_tenant(db: Database, tenant_id: str, days: int) -> int:
     before, deleted = cutoff(days), 0
     while True:
         async with db.transaction() as tx:
-            count = await result_store.delete_native_before(tx, tenant_id, before, BATCH)
+            count = await result_store.delete_unlinked_before(tx, tenant_id, before, BATCH)
         deleted += count
         if count < BATCH:
             return deleted
@@ -48,7 +48,7 @@ async def sweep_all(db: Database, config: Config) -> int:
     """The daily job: every tenant's unlinked results, plus expired Idempotency-Keys."""
     days = int(config.get("retention.unlinked_days"))
     total = 0
-    for tenant_id in await result_store.tenants_with_native_results(db):
+    for tenant_id in await result_store.tenants_with_unlinked_results(db):
         total += await sweep_tenant(db, tenant_id, days)
     async with db.transaction() as tx:
         await idempotency_store.delete_before(tx, iso_days_ago(IDEMPOTENCY_DAYS))

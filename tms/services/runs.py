@@ -13,6 +13,7 @@ from tms.models.runs import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
 from tms.services import events
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.paging import check_choice, page_window
+from tms.services.result_rows import placeholder_row
 from tms.store import cases as case_store
 from tms.store import projects as project_store
 from tms.store import results as result_store
@@ -87,8 +88,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
 
     run_id, now = new_id(), now_iso()
     rows = [
-        (result_id, tenant_id, run_id, case["id"], case["code"], case["title"], "UNKNOWN", None, None, None, None,
-         None, None, None, None, now, now, None, 0)
+        placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
     async with db.transaction() as tx:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
 from tms.services.errors import InvalidInput, NotFound
+from tms.store import tenants as tenant_store
 from tms.store import tokens as token_store
 
 SCOPES = ("read", "write")
@@ -76,12 +77,12 @@ async def create_token(
     token_id = new_id()
     secret = "".join(secrets.choice(_SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
     async with db.transaction() as tx:
-        if not await tx.fetch_value("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)):
+        if not await tenant_store.tenant_exists(tx, tenant_id):
             raise NotFound(f"unknown tenant {tenant_id}", field="tenant")
         # the prefix is public and unique; retry on the (astronomically rare) collision
         while True:
             prefix = "".join(secrets.choice(_PREFIX_ALPHABET) for _ in range(PREFIX_LENGTH))
-            if not await tx.fetch_value("SELECT 1 FROM api_tokens WHERE prefix = ?", (prefix,)):
+            if not await token_store.prefix_taken(tx, prefix):
                 break
         await token_store.insert_token(
             tx,
@@ -204,9 +205,6 @@ async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
 async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
     async with db.transaction() as tx:
         tx.after_commit(lambda: bump_auth_epoch(db))
-        if not await token_store.revoke_token(tx, tenant_id, token_id, now_iso()):
-            exists = await tx.fetch_value(
-                "SELECT 1 FROM api_tokens WHERE tenant_id = ? AND id = ?", (tenant_id, token_id)
-            )
-            if not exists:
-                raise NotFound("token not found")
+        revoked = await token_store.revoke_token(tx, tenant_id, token_id, now_iso())
+        if not revoked and not await token_store.token_exists(tx, tenant_id, token_id):
+            raise NotFound("token not found")

@@ -5,6 +5,12 @@ from __future__ import annotations
 from tms.db import Database, Row, Transaction
 
 
+async def generations_in_month(db: Database | Transaction, tenant_id: str, month: str) -> int:
+    """Generations reserved or done this calendar month (``YYYY-MM``): what the quota counts."""
+    return int(await db.fetch_value(
+        "SELECT COUNT(*) FROM ai_generations WHERE tenant_id = ? AND month = ?", (tenant_id, month)))
+
+
 async def insert_pending(tx: Transaction, *, generation_id: str, tenant_id: str, project_id: str | None,
                          user_id: str | None, month: str, model: str, requirement: str, options: str,
                          created_at: str) -> None:

@@ -41,11 +41,11 @@ async def get_attachment(db: Database, tenant_id: str, attachment_id: str) -> Ro
 
 
 async def result_exists(db: Database | Transaction, tenant_id: str, result_id: str) -> bool:
-    """A result id names a linked (test_results) or an unlinked (native_test_results) result."""
+    """A result id names a linked (test_results) or an unlinked (unlinked_test_results) result."""
     return bool(
         await db.fetch_value(
             "SELECT EXISTS (SELECT 1 FROM test_results WHERE tenant_id = ? AND id = ?) "
-            "OR EXISTS (SELECT 1 FROM native_test_results WHERE tenant_id = ? AND id = ?)",
+            "OR EXISTS (SELECT 1 FROM unlinked_test_results WHERE tenant_id = ? AND id = ?)",
             (tenant_id, result_id, tenant_id, result_id),
         )
     )
@@ -78,7 +78,7 @@ async def delete_for_results(tx: Transaction, tenant_id: str, result_ids: list[s
 # the result must still belong to the attachment's own tenant to count as existing.
 _ORPHAN = (
     "NOT EXISTS (SELECT 1 FROM test_results r WHERE r.id = a.result_id AND r.tenant_id = a.tenant_id) "
-    "AND NOT EXISTS (SELECT 1 FROM native_test_results n WHERE n.id = a.result_id "
+    "AND NOT EXISTS (SELECT 1 FROM unlinked_test_results n WHERE n.id = a.result_id "
     "AND n.tenant_id = a.tenant_id)"
 )
 

@@ -108,6 +108,16 @@ async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[
     )
 
 
+async def count_existing(db: Database | Transaction, tenant_id: str, ids: list[str]) -> int:
+    """How many of these case ids exist in the tenant (primary-key lookups, one query)."""
+    if not ids:
+        return 0
+    return int(await db.fetch_value(
+        "SELECT COUNT(*) FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    ))
+
+
 async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
     # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
     return await _resolve(

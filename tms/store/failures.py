@@ -65,12 +65,13 @@ async def run_failures(db: Database, tenant_id: str, run_id: str) -> list[Row]:
         "WHERE run_id = ? AND fingerprint IS NOT NULL AND tenant_id = ? ORDER BY rowid",
         (run_id, tenant_id),
     )
-    native = await db.fetch_all(
-        "SELECT id, NULL AS test_case_code, title, fingerprint, error_message, status FROM native_test_results "
+    unlinked = await db.fetch_all(
+        "SELECT id, NULL AS test_case_code, title, fingerprint, error_message, status "
+        "FROM unlinked_test_results "
         "WHERE run_id = ? AND fingerprint IS NOT NULL AND tenant_id = ? ORDER BY rowid",
         (run_id, tenant_id),
     )
-    return linked + native
+    return linked + unlinked
 
 
 async def stacks_of(db: Database, tenant_id: str, result_ids: list[str]) -> dict[str, str | None]:
@@ -81,7 +82,7 @@ async def stacks_of(db: Database, tenant_id: str, result_ids: list[str]) -> dict
     rows = await db.fetch_all(
         "SELECT id, substr(error_stack, 1, 4000) AS error_stack FROM test_results "
         "WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) "
-        "UNION ALL SELECT id, substr(error_stack, 1, 4000) FROM native_test_results "
+        "UNION ALL SELECT id, substr(error_stack, 1, 4000) FROM unlinked_test_results "
         "WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
         (tenant_id, ids, tenant_id, ids),
     )
@@ -93,7 +94,7 @@ async def run_outcomes(db: Database, tenant_id: str, run_id: str) -> list[tuple[
     packed = await db.fetch_value(
         "SELECT json_group_array(json_array(code, title, status)) FROM ("
         " SELECT test_case_code AS code, title, status FROM test_results WHERE run_id = ?1 AND tenant_id = ?2"
-        " UNION ALL SELECT NULL, title, status FROM native_test_results WHERE run_id = ?1 AND tenant_id = ?2)",
+        " UNION ALL SELECT NULL, title, status FROM unlinked_test_results WHERE run_id = ?1 AND tenant_id = ?2)",
         (run_id, tenant_id),
     )
     return _outcomes.decode(packed or "[]")
@@ -136,15 +137,15 @@ async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str]
         "  SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
         "  UNION SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND passed_on_retry = 1"
         "), titles(title) AS ("
-        "  SELECT title FROM native_test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
-        "  UNION SELECT title FROM native_test_results WHERE run_id IN (SELECT id FROM runs) "
+        "  SELECT title FROM unlinked_test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
+        "  UNION SELECT title FROM unlinked_test_results WHERE run_id IN (SELECT id FROM runs) "
         "  AND passed_on_retry = 1"
         ") SELECT json_group_array(json_array(run_id, key, code, title, status, passed_on_retry)) FROM ("
         "  SELECT r.run_id, r.test_case_id AS key, r.test_case_code AS code, r.title, r.status, r.passed_on_retry"
         "  FROM runs JOIN cases JOIN test_results r ON r.run_id = runs.id AND r.test_case_id = cases.id"
         "  WHERE r.tenant_id = :tenant"
         "  UNION ALL SELECT n.run_id, n.title, NULL, n.title, n.status, n.passed_on_retry"
-        "  FROM native_test_results n WHERE EXISTS (SELECT 1 FROM titles) AND n.run_id IN (SELECT id FROM runs)"
+        "  FROM unlinked_test_results n WHERE EXISTS (SELECT 1 FROM titles) AND n.run_id IN (SELECT id FROM runs)"
         "  AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles))",
         {"runs": runs, "tenant": tenant_id},
     )
@@ -155,7 +156,7 @@ async def link_bug(tx: Transaction, tenant_id: str, run_id: str, fingerprint: st
                    ) -> int:
     """Sets the bug on the run's results of this fingerprint that name none yet."""
     changed = 0
-    for table in ("test_results", "native_test_results"):
+    for table in ("test_results", "unlinked_test_results"):
         changed += await tx.execute(
             f"UPDATE {table} SET bug_ticket_key = ?, bug_ticket_url = ? WHERE run_id = ? AND fingerprint = ? "
             "AND tenant_id = ? AND bug_ticket_key IS NULL",

@@ -69,7 +69,7 @@ async def known_titles(db: Database, tenant_id: str, project_id: str, titles: li
         "               ORDER BY rowid DESC LIMIT 1) "
         "SELECT title FROM test_cases WHERE tenant_id = :tenant AND project_id = :project "
         "  AND title IN (SELECT title FROM wanted) "
-        "UNION SELECT title FROM native_test_results WHERE run_id IN (SELECT id FROM latest) "
+        "UNION SELECT title FROM unlinked_test_results WHERE run_id IN (SELECT id FROM latest) "
         "  AND title IN (SELECT title FROM wanted) "
         "UNION SELECT title FROM test_results WHERE run_id IN (SELECT id FROM latest) "
         "  AND title IN (SELECT title FROM wanted)",

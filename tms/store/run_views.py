@@ -30,7 +30,7 @@ _RESULT_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
     "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint"
 )
-_NATIVE_COLUMNS = _RESULT_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
+_UNLINKED_COLUMNS = _RESULT_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
                                           "NULL AS test_case_code")
 
 
@@ -40,10 +40,10 @@ async def status_counts(db: Database, tenant_id: str, run_id: str) -> tuple[dict
     linked = await db.fetch_all(
         "SELECT status, COUNT(*) AS n FROM test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
         (run_id, tenant_id))
-    native = await db.fetch_all(
-        "SELECT status, COUNT(*) AS n FROM native_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
+    unlinked = await db.fetch_all(
+        "SELECT status, COUNT(*) AS n FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? GROUP BY status",
         (run_id, tenant_id))
-    return {r["status"]: r["n"] for r in linked}, {r["status"]: r["n"] for r in native}
+    return {r["status"]: r["n"] for r in linked}, {r["status"]: r["n"] for r in unlinked}
 
 
 async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bool, status: str | None,
@@ -52,7 +52,7 @@ async def result_page(db: Database, tenant_id: str, run_id: str, *, unlinked: bo
 
     A full-library nightly has tens of thousands of rows; the page reads only the ones it shows.
     """
-    table, columns = ("native_test_results", _NATIVE_COLUMNS) if unlinked else ("test_results", _RESULT_COLUMNS)
+    table, columns = ("unlinked_test_results", _UNLINKED_COLUMNS) if unlinked else ("test_results", _RESULT_COLUMNS)
     where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
     if status:
         where += " AND status = ?"

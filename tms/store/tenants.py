@@ -14,6 +14,10 @@ async def get_tenant(db: Database, tenant_id: str) -> Row | None:
     return await db.fetch_one("SELECT id, name, status, created_at FROM tenants WHERE id = ?", (tenant_id,))
 
 
+async def tenant_exists(db: Database | Transaction, tenant_id: str) -> bool:
+    return bool(await db.fetch_value("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)))
+
+
 async def set_tenant_status(tx: Transaction, tenant_id: str, status: str) -> int:
     return await tx.execute("UPDATE tenants SET status = ? WHERE id = ?", (status, tenant_id))
 

@@ -24,6 +24,15 @@ async def insert_token(
     )
 
 
+async def prefix_taken(db: Database | Transaction, prefix: str) -> bool:
+    return bool(await db.fetch_value("SELECT 1 FROM api_tokens WHERE prefix = ?", (prefix,)))
+
+
+async def token_exists(db: Database | Transaction, tenant_id: str, token_id: str) -> bool:
+    return bool(await db.fetch_value("SELECT 1 FROM api_tokens WHERE tenant_id = ? AND id = ?",
+                                     (tenant_id, token_id)))
+
+
 async def find_token_by_prefix(db: Database, prefix: str) -> Row | None:
     """The token with its tenant, for Bearer verification: one indexed lookup per request."""
     return await db.fetch_one(

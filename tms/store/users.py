@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import sqlite3
+
 from tms.db import Database, Row, Transaction
+
+_ANY_USER = "SELECT EXISTS (SELECT 1 FROM users)"
 
 
 async def insert_user(
@@ -31,8 +35,17 @@ async def get_user(db: Database, user_id: str) -> Row | None:
     )
 
 
-async def any_user_exists(db: Database) -> bool:
-    return await db.fetch_value("SELECT EXISTS (SELECT 1 FROM users)") == 1
+async def any_user_exists(db: Database | Transaction) -> bool:
+    return await db.fetch_value(_ANY_USER) == 1
+
+
+def any_user_in_file(conn: sqlite3.Connection) -> bool:
+    """The same question on a plain sqlite3 connection (the CLI asks before the app starts)."""
+    return bool(conn.execute(_ANY_USER).fetchone()[0])
+
+
+async def email_taken(db: Database | Transaction, email: str) -> bool:
+    return bool(await db.fetch_value("SELECT 1 FROM users WHERE email = ?", (email,)))
 
 
 async def record_login(tx: Transaction, user_id: str, at: str, new_hash: str | None) -> None:

@@ -151,6 +151,10 @@ async def insert_direct_delivery(
 # --- dispatcher ------------------------------------------------------------------------------------
 
 
+async def any_unfanned_event(db: Database) -> bool:
+    return bool(await db.fetch_value("SELECT EXISTS (SELECT 1 FROM events WHERE fanned_out = 0)"))
+
+
 async def unfanned_event_ids(tx: Transaction, limit: int) -> list[str]:
     rows = await tx.fetch_all(
         "SELECT id FROM events WHERE fanned_out = 0 ORDER BY created_at, id LIMIT ?", (limit,)

@@ -191,7 +191,7 @@ class Dispatcher:
 
     async def _fan_out(self) -> None:
         """One delivery per (event, active subscription to it); events without one are just marked."""
-        while await self._db.fetch_value("SELECT EXISTS (SELECT 1 FROM events WHERE fanned_out = 0)"):
+        while await store.any_unfanned_event(self._db):
             async with self._db.transaction() as tx:
                 event_ids = await store.unfanned_event_ids(tx, FANOUT_BATCH)
                 if not event_ids:
