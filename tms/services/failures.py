@@ -58,6 +58,17 @@ async def record(tx: Transaction, tenant_id: str, project_id: str, run_id: str, 
     await store.record_fingerprints(tx, tenant_id, project_id, run_id, at, stamper.seen)
 
 
+async def restamp_one(tx: Transaction, tenant_id: str, project_id: str, run_id: str, status: str,
+                      message: str | None, stack: str | None, bug_key: str | None, bug_url: str | None
+                      ) -> tuple[str | None, str | None, str | None]:
+    """For a write of one result (PATCH of a result's status): (fingerprint, bug key, bug URL) to store,
+    with the first-seen and daily tables updated in the caller's transaction when it fails."""
+    stamper = await stamper_for(tx, tenant_id, project_id)
+    stamp = stamper.stamp(status, message, stack, bug_key, bug_url)
+    await record(tx, tenant_id, project_id, run_id, now_iso(), stamper)
+    return stamp
+
+
 # ---- reads ----------------------------------------------------------------------------------------
 
 async def _run(db: Database, tenant_id: str, run_id: str) -> Row:
