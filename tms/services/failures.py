@@ -115,10 +115,6 @@ async def clusters(db: Database, tenant_id: str, run_id: str) -> list[Cluster]:
     return answer
 
 
-def _key(code: str | None, title: str | None) -> str:
-    return f"code:{code}" if code else f"title:{title}"
-
-
 async def compare(db: Database, tenant_id: str, run_id: str, base_id: str | None = None) -> Comparison:
     """New failures, fixed, still failing, added and missing tests of ``run_id`` against ``base_id``
     (default: the previous run of the same project and environment). A base of another project or
@@ -130,28 +126,27 @@ async def compare(db: Database, tenant_id: str, run_id: str, base_id: str | None
             raise NotFound(f"run {base_id} not found in this run's project", field="base")
     else:
         base = await store.previous_run(db, tenant_id, run)
-    now = _index(await store.run_outcomes(db, tenant_id, run_id))
-    before = _index(await store.run_outcomes(db, tenant_id, base["id"])) if base else {}
     result = Comparison(base_run_id=None if base is None else base["id"], new_failures=[], fixed=[],
                         still_failing=[], added=[], missing=[])
-    for key, (code, title, status) in now.items():
-        old = before.get(key)
-        base_status = None if old is None else old[2]
+    if base is None:  # nothing to compare with: every test is added, its failures new
+        for code, title, status in await store.run_outcomes(db, tenant_id, run_id):
+            item = CompareItem(test_case_code=code, title=title, status=status, base_status=None)
+            result.added.append(item)
+            if status in FAILING:
+                result.new_failures.append(item)
+        return result
+    for kind, code, title, status, base_status in await store.compare_runs(db, tenant_id, run_id, base["id"]):
         item = CompareItem(test_case_code=code, title=title, status=status, base_status=base_status)
-        if old is None:
+        if kind == "missing":
+            result.missing.append(item)
+            continue
+        if kind == "added":
             result.added.append(item)
         if status in FAILING:
             (result.still_failing if base_status in FAILING else result.new_failures).append(item)
         elif status == "PASSED" and base_status in FAILING:
             result.fixed.append(item)
-    for key, (code, title, status) in before.items():
-        if key not in now:
-            result.missing.append(CompareItem(test_case_code=code, title=title, status=None, base_status=status))
     return result
-
-
-def _index(outcomes: list[tuple[str | None, str | None, str]]) -> dict[str, tuple[str | None, str | None, str]]:
-    return {_key(code, title): (code, title, status) for code, title, status in outcomes}
 
 
 # ---- dashboard ------------------------------------------------------------------------------------

@@ -32,22 +32,30 @@ MAX_STACK = 16_000
 MAX_LINES = 200  # top frames are near the top: a 10,000-frame recursion is not read to its end
 FINGERPRINTED = frozenset(("FAILED", "BROKEN"))
 
+# Every pattern starts with a literal or a character class, so the regex engine scans for its first
+# character in C instead of trying the whole pattern at each position (``\b`` or a look-behind first
+# would disable that); the boundary checks come right after the first character.
 _TMP_PATH = re.compile(
     r"(?:[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp|/private/var/folders|/var/folders|/private/tmp|/tmp"
     r"|/var/tmp|/dev/shm)[\\/][^\s:'\"()<>,;]*"
 )
-# a path of two or more segments: keep its last one (the file name)
-_PATH = re.compile(r"(?<![\w.@~+:-])(?:[A-Za-z]:)?(?:[\\/]?[\w.@~+-]+)?(?:[\\/][\w.@~+-]+)+")
-_ADDR = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-_CUID = re.compile(r"\bc(?=[a-z]*[0-9])[a-z0-9]{20,31}\b")
-_HEX = re.compile(r"\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b")
+_ADDR = re.compile(r"0x[0-9a-fA-F]+\b")
+_UUID = re.compile(r"[0-9a-fA-F](?<![\w][0-9a-fA-F])[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                   r"[0-9a-fA-F]{12}\b")
+_CUID = re.compile(r"c(?<!\wc)(?=[a-z]*[0-9])[a-z0-9]{20,31}\b")
+_HEX = re.compile(r"[0-9a-fA-F](?<!\w[0-9a-fA-F])[0-9a-fA-F]{7,}\b")
 _TIMESTAMP = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
-    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+    r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"|\d(?<!\w\d)\d?:\d{2}:\d{2}(?:[.,]\d+)?\b"
 )
-_QUOTED = re.compile(r"""(?<![\w'"])'[^'\n]{0,300}'(?![\w'])|(?<![\w"'])"[^"\n]{0,300}"(?![\w"])|<[^<>\n]{0,300}>""")
-_NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?")  # not inside a name: opentest4j, sha256
+_SINGLE = re.compile(r"'(?<![\w'\"]')[^'\n]{0,300}'(?![\w'])")
+_DOUBLE = re.compile(r'"(?<![\w"\']")[^"\n]{0,300}"(?![\w"])')
+_ANGLE = re.compile(r"<[^<>\n]{0,300}>")
+# not inside a name: opentest4j, sha256 keep their digits
+_NUMBER = re.compile(r"\d(?<![A-Za-z_0-9]\d)\d*(?:\.\d+)?")
+# tokens are split at whitespace, quotes, brackets and separators; one holding a slash is a path
+_TOKENS = re.compile(r"([\s'\"()<>\[\]{},;=]+)")
+_SLASHES = re.compile(r"[\\/]")
 
 # stack lines that are frames, per family of languages
 _FRAME = re.compile(
@@ -90,29 +98,45 @@ def normalise(text: str) -> str:
             text = _UUID.sub("<uuid>", text)
         if "-" in text or ":" in text:
             text = _TIMESTAMP.sub("<ts>", text)
-    if "'" in text or '"' in text or "<" in text:
-        text = _QUOTED.sub(_quoted, text)
+    if "'" in text:
+        text = _SINGLE.sub("'<v>'", text)
+    if '"' in text:
+        text = _DOUBLE.sub("'<v>'", text)
+    if "<" in text:
+        text = _ANGLE.sub(_angle, text)
     if "/" in text or "\\" in text:
-        text = _PATH.sub(_basename, text)
+        text = _basenames(text)
     if digits:
         text = _CUID.sub("<id>", text)
-        text = _HEX.sub("<hex>", text)
+        text = _HEX.sub(_hex, text)
         text = _NUMBER.sub("<n>", text)
     return " ".join(text.split())
 
 
-def _quoted(match: re.Match[str]) -> str:
+def _angle(match: re.Match[str]) -> str:
     value = match.group(0)
-    if value in ("<addr>", "<uuid>", "<ts>", "<tmp>"):  # placeholders of the passes before
+    if value in ("<addr>", "<uuid>", "<ts>", "<tmp>", "<v>"):  # placeholders of the passes before
         return value
     return "'<v>'"
 
 
-def _basename(match: re.Match[str]) -> str:
+def _hex(match: re.Match[str]) -> str:
+    """Long hex runs holding both digits and letters (hashes, ids); plain numbers and words stay."""
     value = match.group(0)
-    if "/" not in value and "\\" not in value:
+    if value.isdigit() or value.isalpha():
         return value
-    return re.split(r"[\\/]", value.rstrip("\\/"))[-1] or value
+    return "<hex>"
+
+
+def _basenames(text: str) -> str:
+    """Every token holding a slash keeps only its last segment: /home/ci/app/src/cart.test.js:11:19 ->
+    cart.test.js:11:19 (a checkout in /home/runner/work or /builds is the same code)."""
+    parts = _TOKENS.split(text)
+    for index in range(0, len(parts), 2):  # even items are tokens, odd ones the separators between
+        part = parts[index]
+        if "/" in part or "\\" in part:
+            parts[index] = _SLASHES.split(part.rstrip("\\/"))[-1] or part
+    return "".join(parts)
 
 
 _BLANK, _SKIP, _KEEP, _OTHER = 0, 1, 2, 3
