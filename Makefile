@@ -19,8 +19,11 @@ install: $(VENV)/.installed  ## create .venv and install tms with its test tools
 
 browser:  ## install Debian's Chromium for the browser tests (no browser download)
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
+	  echo "make: installing Debian's Chromium for the browser tests (apt, ~90 s)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "make: installing Chromium needs root or sudo (apt-get install chromium); the browser tests will be skipped"; exit 0; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	    && echo "make: Chromium installed: $$(command -v chromium)"; }
 
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve

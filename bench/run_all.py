@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["auth.py", "cases_list.py", "ingest.py", "attachments.py", "webhooks.py", "reporter.py", "web_pages.py"]
+SCRIPTS = ["auth.py", "cases_list.py", "ingest.py", "attachments.py", "webhooks.py", "reporter.py", "web_pages.py",
+           "gzip_bodies.py"]
 
 
 def main() -> int:

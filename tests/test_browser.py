@@ -47,6 +47,9 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     # everything the pages load must come from the service itself (air-gapped VMs)
     loaded: list[str] = []
     page.on("request", lambda request: loaded.append(request.url))
+    # the Content-Security-Policy allows everything the pages do: no violation reported anywhere
+    console_errors: list[str] = []
+    page.on("console", lambda message: console_errors.append(message.text) if message.type == "error" else None)
     setup_token = server.setup_token()
     assert setup_token, server.log()
 
@@ -200,6 +203,8 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
             shot(page, f"{name}-375")
     outside = [url for url in loaded if not url.startswith((base, "data:", "about:"))]
     assert not outside, outside
+    assert not [text for text in console_errors if "Content Security Policy" in text], console_errors
+    assert f"{base}/static/favicon.svg" in loaded
 
 
 def test_keyboard_reaches_the_main_navigation(start_server: Callable[..., ServerProcess], page: Any) -> None:  # noqa: F811

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,88 @@ def test_help_lists_commands(tmp_path: Path) -> None:
     assert result.returncode == 0
     for command in ("serve", "admin", "ingest"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "key"),
+    [
+        ("[server]\nport = 70000\n", {}, "server.port"),
+        ("", {"TMS_SERVER_PORT": "0"}, "TMS_SERVER_PORT"),
+        ("[webhooks]\ntimeout_seconds = nan\n", {}, "webhooks.timeout_seconds"),
+        ("[webhooks]\nbackoff_seconds = inf\n", {}, "webhooks.backoff_seconds"),
+        ("", {"TMS_AI_TIMEOUT_SECONDS": "inf"}, "TMS_AI_TIMEOUT_SECONDS"),
+        ("", {"TMS_WEBHOOKS_BACKOFF_FACTOR": "nan"}, "TMS_WEBHOOKS_BACKOFF_FACTOR"),
+        ("", {"TMS_WEBHOOKS_TIMEOUT_SECONDS": "-1"}, "TMS_WEBHOOKS_TIMEOUT_SECONDS"),
+        ("[attachments]\nmax_bytes = 0\n", {}, "attachments.max_bytes"),
+        ("[retention]\nunlinked_days = 99999999999\n", {}, "retention.unlinked_days"),
+    ],
+)
+def test_out_of_range_values_stop_startup_with_one_line(tmp_path: Path, toml: str, env, key: str) -> None:
+    (tmp_path / "tms.toml").write_text(toml)
+    result = tms("serve", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and key in lines[0], result.stderr
+    assert tms("serve", "--port", "70000", cwd=tmp_path).returncode == 2
+
+
+def test_unknown_keys_name_the_nearest_known_one(tmp_path: Path) -> None:
+    (tmp_path / "tms.toml").write_text("[server]\nprot = 8080\n")
+    result = tms("serve", cwd=tmp_path)
+    assert result.returncode == 2 and "did you mean server.port?" in result.stderr
+    (tmp_path / "tms.toml").write_text("")
+    # an unknown TMS_* variable is a warning (the environment is shared), naming the likely setting
+    result = tms("admin", "create-tenant", "--name", "Acme", cwd=tmp_path,
+                 env={"TMS_STORAGE_DATA_DIR": str(tmp_path / "data"), "TMS_WEBHOOKS_MAX_RETRY": "5"})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == ("tms: config warning: TMS_WEBHOOKS_MAX_RETRY: unknown environment variable, "
+                                     "ignored (did you mean TMS_WEBHOOKS_MAX_RETRIES?)")
+
+
+def test_version(tmp_path: Path) -> None:
+    from tms import __version__
+
+    result = tms("--version", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == f"tms {__version__}"
+
+
+def _as_nobody(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Runs tms as an unprivileged user: root writes anywhere, so a read-only directory needs one."""
+    if os.geteuid() != 0:
+        return tms(*args, cwd=cwd, env=env)
+    if not shutil.which("setpriv"):
+        pytest.skip("needs setpriv to drop root")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")} | env
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "tms", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_read_only_data_dir_exits_at_once_with_one_line(tmp_path: Path, existing: bool) -> None:
+    """It left a process alive and not listening (an existing database), or a long traceback."""
+    data = tmp_path / "data"
+    env = {"TMS_STORAGE_DATA_DIR": str(data), "TMS_SERVER_PORT": "1"}
+    if existing:
+        assert tms("admin", "create-tenant", "--name", "Acme", cwd=tmp_path, env=env).returncode == 0
+    data.mkdir(exist_ok=True)
+    for path in [data, *data.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    tmp_path.chmod(0o755)
+    try:
+        result = _as_nobody(["serve"], cwd=Path("/"), env=env)
+    finally:
+        for path in [data, *data.rglob("*")]:
+            path.chmod(0o755)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot write to the data directory" in lines[0], result.stderr
+
+
+def test_a_data_dir_that_cannot_be_created_exits_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    result = tms("serve", cwd=tmp_path, env={"TMS_STORAGE_DATA_DIR": str(tmp_path / "file" / "data")})
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot write to the data directory" in lines[0], result.stderr

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
+import os
 import sqlite3
 from typing import Any
 
@@ -255,6 +257,71 @@ def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
     assert gunzip(gzip.compress(b"ab") + gzip.compress(b"cd"), limit=100) == b"abcd"
     with pytest.raises(InvalidInput, match="truncated"):
         gunzip(bomb[:-8], limit=100_000)
+
+
+def test_gunzip_bounds_members_and_reads_any_slicing() -> None:
+    from tms.api.bodies import MAX_GZIP_MEMBERS, gunzip
+    from tms.services.errors import InvalidInput
+
+    empty = gzip.compress(b"", mtime=0)
+    assert gunzip(gzip.compress(b"a") + empty * (MAX_GZIP_MEMBERS - 1), limit=10) == b"a"
+    with pytest.raises(InvalidInput, match="members"):
+        gunzip(gzip.compress(b"a") + empty * MAX_GZIP_MEMBERS, limit=10)
+    # a member far larger than one input slice, members of every size, and zero padding at the end
+    big = os.urandom(3 * 1024 * 1024)
+    parts = [big[:1], big[:1023], big[:1024], big[:1025], big, b"end"]
+    packed = b"".join(gzip.compress(part, mtime=0) for part in parts) + b"\0" * 600
+    assert gunzip(packed, limit=10 * 1024 * 1024) == b"".join(parts)
+    with pytest.raises(InvalidInput):
+        gunzip(gzip.compress(b"ab") + b"\0\0junk", limit=100)
+
+
+def test_many_gzip_members_are_a_400_not_a_stall(tenant: Tenant) -> None:
+    """100,000 empty members after a valid one (2 MB): inflating them took ~12 s on the event loop."""
+    project = tenant.create_project()
+    first = gzip.compress(json.dumps({"project_id": project["id"],
+                                      "results": [{"title": "t", "status": "PASSED"}]}).encode())
+    body = first + gzip.compress(b"", mtime=0) * 100_000
+    response = tenant.api.post("/api/v1/ingest", content=body,
+                               headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    problem = assert_problem(response, 400)
+    assert "members" in problem["detail"] and problem["errors"][0]["field"] == "body"
+    assert tenant.api.get("/api/v1/runs", params={"project_id": project["id"]}).json()["data"] == []
+
+
+def test_gzip_bodies_wait_for_an_inflation_slot() -> None:
+    """At most ``inflation_slots`` gzip bodies are inflated and held at once; the next one waits."""
+    from types import SimpleNamespace
+
+    from tms.api.bodies import request_body
+
+    async def scenario() -> list[str]:
+        slots = asyncio.Semaphore(2)
+        app = SimpleNamespace(state=SimpleNamespace(inflation_slots=slots))
+        packed = gzip.compress(b"{}")
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def hold(name: str) -> None:
+            async def body() -> bytes:
+                return packed
+            request = SimpleNamespace(body=body, headers={"content-encoding": "gzip"}, app=app)
+            async with request_body(request) as raw:  # type: ignore[arg-type]
+                assert raw == b"{}"
+                order.append(f"{name} in")
+                await release.wait()
+            order.append(f"{name} out")
+
+        tasks = [asyncio.create_task(hold(name)) for name in ("a", "b", "c")]
+        for _ in range(20):  # let every task run as far as it can
+            await asyncio.sleep(0)
+        assert order == ["a in", "b in"]  # c waits for a slot
+        release.set()
+        await asyncio.gather(*tasks)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("c in") > order.index("a out")
 
 
 def test_concurrent_retries_with_one_key_create_one_run(tenant: Tenant) -> None:

@@ -141,5 +141,6 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     files_after = set((srv.data_dir / "attachments").iterdir())
     assert len(files_after) == 1 and files_after < files_before
     with sqlite3.connect(srv.db_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM native_test_results WHERE run_id = ?", (old_run,)).fetchone() == (0,)
+        left = conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (old_run,)).fetchone()
+        assert left == (0,)
         assert conn.execute("SELECT COUNT(*) FROM attachments").fetchone() == (1,)

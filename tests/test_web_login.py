@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 import httpx
 
 from tests.conftest import Tenant
@@ -103,3 +106,119 @@ def test_first_run_setup_creates_tenant_and_admin(start_server) -> None:
 def test_api_answers_as_usual_before_setup(start_server) -> None:
     server = start_server()
     assert httpx.get(f"{server.url}/api/v1/projects").status_code == 401
+
+
+def _session_rows(server: Any) -> int:
+    with sqlite3.connect(server.db_path, timeout=10) as conn:
+        count = conn.execute("SELECT COUNT(*) FROM web_sessions").fetchone()[0]
+    conn.close()
+    return int(count)
+
+
+def _set_session_id(response: httpx.Response) -> str | None:
+    for header in response.headers.get_list("set-cookie"):
+        if header.startswith("tms_session="):
+            return header.split(";", 1)[0].split("=", 1)[1]
+    return None
+
+
+def test_anonymous_visits_store_no_session(tenant: Tenant) -> None:
+    """Every anonymous GET /login wrote a 14-day row into web_sessions; CSRF has its own cookie."""
+    before = _session_rows(tenant.server)
+    for _ in range(3):
+        client = httpx.Client(base_url=tenant.server.url)
+        page = client.get("/login")
+        assert page.status_code == 200 and client.cookies.get("csrftoken")
+        assert "tms_session" not in client.cookies
+        failed = _login(client, tenant.email, "wrong-guess-" + str(_))
+        assert failed.status_code == 400 and "tms_session" not in client.cookies
+    assert _session_rows(tenant.server) == before
+
+
+def test_a_session_id_chosen_before_login_is_not_the_one_after(tenant: Tenant, other_tenant: Tenant) -> None:
+    """Session fixation: an id planted in the browser before sign-in must not become the session."""
+    planted = "a" * 64
+    client = httpx.Client(base_url=tenant.server.url)
+    client.cookies.set("tms_session", planted, domain="127.0.0.1")
+    response = _login(client, tenant.email, tenant.password)
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, "", planted, "null")
+    assert client.cookies["tms_session"] == _set_session_id(response)
+    assert client.get("/").status_code == 200
+    stranger = httpx.Client(base_url=tenant.server.url, cookies={"tms_session": planted})
+    assert stranger.get("/").status_code == 302
+
+    # an attacker's own valid session planted in a victim's browser: signing in replaces it
+    attacker = other_tenant.web()
+    attacker_id = attacker.cookies["tms_session"]
+    victim = httpx.Client(base_url=tenant.server.url)
+    victim.cookies.set("tms_session", attacker_id, domain="127.0.0.1")
+    response = _login(victim, tenant.email, tenant.password)
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, attacker_id)
+    assert tenant.email in victim.get("/").text
+    # the replaced session is gone, not merely unused
+    assert httpx.Client(base_url=tenant.server.url, cookies={"tms_session": attacker_id}).get("/").status_code == 302
+
+
+def test_signing_in_again_issues_a_new_session_id(tenant: Tenant) -> None:
+    client = tenant.web()
+    first = client.cookies["tms_session"]
+    # /login redirects a signed-in user; POST /login still signs in afresh
+    response = client.post("/login", data={"email": tenant.email, "password": tenant.password,
+                                           "_csrf_token": client.cookies.get("csrftoken", "")})
+    assert response.status_code == 303
+    assert _set_session_id(response) not in (None, first)
+    assert client.get("/").status_code == 200
+
+
+def test_page_views_do_not_rewrite_the_session(tenant: Tenant) -> None:
+    client = tenant.web()
+    for _ in range(3):
+        page = client.get("/")
+        assert page.status_code == 200
+        assert not any(h.startswith("tms_session=") for h in page.headers.get_list("set-cookie"))
+
+
+def _client_from(server: Any, address: str) -> httpx.Client:
+    """A browser on another machine: loopback is a /8, so 127.0.0.N is another client address."""
+    return httpx.Client(base_url=server.url, transport=httpx.HTTPTransport(local_address=address))
+
+
+def test_wrong_passwords_do_not_lock_the_account_for_other_clients(tenant: Tenant) -> None:
+    """Five wrong passwords locked the account for everyone: now only that client waits."""
+    attacker = _client_from(tenant.server, "127.0.0.2")
+    for _ in range(5):
+        assert _login(attacker, tenant.email, "wrong-guess").status_code == 400
+    assert _login(attacker, tenant.email, tenant.password).status_code == 429
+    owner = _client_from(tenant.server, "127.0.0.3")
+    assert _login(owner, tenant.email, tenant.password).status_code == 303
+    assert tenant.email in owner.get("/").text
+
+
+def test_one_client_failing_on_many_accounts_is_throttled_for_all(tenant: Tenant) -> None:
+    sprayer = _client_from(tenant.server, "127.0.0.4")
+    for number in range(20):
+        assert _login(sprayer, f"guess{number}@example.com", "wrong-guess").status_code == 400
+    blocked = _login(sprayer, tenant.email, tenant.password)
+    assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
+    assert _login(_client_from(tenant.server, "127.0.0.5"), tenant.email, tenant.password).status_code == 303
+
+
+def test_admin_unlock_user_lifts_the_throttle_and_it_survives_a_restart(start_server: Any, tmp_path: Any) -> None:
+    from tests.conftest import make_tenant_on
+    from tests.test_config_cli import tms
+
+    server = start_server()
+    tenant = make_tenant_on(server)
+    client = _client_from(server, "127.0.0.6")
+    for _ in range(5):
+        assert _login(client, tenant.email, "wrong-guess").status_code == 400
+    server.stop()
+    server.start()  # kept in the database: a restart does not reset it
+    assert _login(client, tenant.email, tenant.password).status_code == 429
+    result = tms("admin", "unlock-user", "--email", tenant.email.upper(), cwd=tmp_path,
+                 env={"TMS_STORAGE_DATA_DIR": str(server.data_dir)})
+    assert result.returncode == 0, result.stderr
+    assert "5 failed attempts forgotten" in result.stdout
+    assert _login(client, tenant.email, tenant.password).status_code == 303

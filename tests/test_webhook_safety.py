@@ -49,6 +49,17 @@ def receiver() -> Iterator[Receiver]:
         ("100.64.0.1", "not a public"),
         ("8.8.8.8", None),
         ("2606:4700:4700::1111", None),
+        # IPv6 transition forms carrying a refused IPv4 address are refused for it, like ::ffff:
+        ("2002:7f00:1::1", "loopback"),  # 6to4 of 127.0.0.1 (was let through)
+        ("2002:a9fe:a9fe::", "link-local"),  # 6to4 of the cloud metadata address
+        ("2002:c0a8:101::1", "private"),  # 6to4 of 192.168.1.1
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo, client 127.0.0.1
+        ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 of 169.254.169.254
+        ("64:ff9b::7f00:1", "loopback"),
+        ("64:ff9b:1::a00:1", "NAT64"),  # local-use NAT64: the site's own translator
+        ("::7f00:1", "loopback"),  # IPv4-compatible ::127.0.0.1
+        ("::a00:1", "private"),
+        ("2002:808:808::1", None),  # 6to4 of a public address stays a public address
     ],
 )
 def test_address_rules(address: str, label: str | None) -> None:

@@ -13,7 +13,6 @@ from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
-from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -38,11 +37,12 @@ from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import strict_json_body
+from tms.api.bodies import inflation_slots, strict_json_body
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
+from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
@@ -62,6 +62,7 @@ from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
 from tms.web.session import LoginRequired
+from tms.web.session_cookie import RotatingSessionConfig
 from tms.web.throttle import LoginThrottle
 from tms.webhooks.dispatcher import Dispatcher
 from tms.webhooks.gauge import RequestGauge
@@ -179,8 +180,10 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     async def _daily() -> None:
         await db.housekeeping()
         await session_store.delete_expired()
+        await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
+    login_throttle = LoginThrottle(db)
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),
@@ -189,7 +192,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # itself after the session check, and inbound tracker webhooks are signed.
         exclude=["/api/"],
     )
-    session_config = ServerSideSessionConfig(
+    session_config = RotatingSessionConfig(
         key="tms_session",
         max_age=SESSION_MAX_AGE,
         httponly=True,
@@ -205,7 +208,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             "config": config,
             "db": db,
             "token_usage": token_usage,
-            "login_throttle": LoginThrottle(),
+            "login_throttle": login_throttle,
+            "inflation_slots": inflation_slots(),
             "setup_token": setup_token,
             "setup_done": False,
         }
@@ -223,13 +227,15 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         lifespan=[lifespan],
         state=state,
         stores={"sessions": session_store},
-        middleware=[operations_api.PROMETHEUS.middleware, request_gauge.middleware, session_config.middleware],
+        middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
+                    session_config.middleware],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
         before_request=strict_json_body,
+        before_send=[security_headers],
         openapi_config=OpenAPIConfig(
             title="TMS API",
             version=__version__,

@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import secrets
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tms import __version__
 from tms.config import Config, ConfigError, find_config_file, load_config
 
 EXIT_USAGE = 2
+EXIT_DATA_DIR = 1
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tms", description="Self-hosted test management service.")
     parser.add_argument("--config", metavar="FILE", help="config file (default: $TMS_CONFIG, else ./tms.toml)")
+    parser.add_argument("--version", action="version", version=f"tms {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the service: API, web UI, webhook dispatcher, daily sweep")
@@ -46,6 +51,8 @@ def _build_parser() -> argparse.ArgumentParser:
     status = admin_commands.add_parser("set-tenant-status", help="suspend (tokens and logins refused) or reactivate")
     status.add_argument("--tenant", required=True, metavar="ID")
     status.add_argument("--status", required=True, choices=("ACTIVE", "SUSPENDED"))
+    unlock = admin_commands.add_parser("unlock-user", help="lift sign-in throttling for an account (every client)")
+    unlock.add_argument("--email", required=True)
 
     backup = admin_commands.add_parser("backup", help="write a consistent copy of the SQLite database (safe while "
                                        "serve runs)")
@@ -80,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"tms: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for warning in config.warnings:
+        print(f"tms: config warning: {warning}", file=sys.stderr)
     if args.command == "serve":
         return _serve(config, args)
     return _admin(config, args)
@@ -99,6 +108,10 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         print(f"tms: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     config = config.with_derived_base_url()
+    problem = data_dir_problem(config)
+    if problem:
+        print(f"tms: {problem}", file=sys.stderr)
+        return EXIT_DATA_DIR
     # SQLite calls run on aiosqlite's threads: with the default 5 ms GIL switch interval a busy event
     # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
     sys.setswitchinterval(0.0005)
@@ -117,6 +130,25 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=10)
     return 0
+
+
+def data_dir_problem(config: Config) -> str | None:
+    """Why the service could not store data in ``storage.data_dir``, checked before it starts: a
+    read-only directory otherwise failed inside the app's start-up with a traceback."""
+    directory = config.data_dir
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".tms-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        for path in (config.db_path, config.db_path.with_name("tms.db-wal"), config.attachments_dir):
+            if path.exists() and not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, "read-only", str(path))
+    except OSError as exc:
+        where = exc.filename or directory
+        return (f"cannot write to the data directory {directory.resolve()} ({where}: "
+                f"{exc.strerror or exc}); set storage.data_dir or TMS_STORAGE_DATA_DIR to a writable directory")
+    return None
 
 
 def _lock_data_dir(config: Config) -> Any:
@@ -178,10 +210,19 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _set_tenant_status(db, args.tenant, args.status)))
         elif args.admin_command == "backup":
             return _backup(config, args.file)
+        elif args.admin_command == "unlock-user":
+            print(_run_with_db(config, lambda db: _unlock_user(db, args.email)))
     except DomainError as exc:
         print(f"tms: {exc.detail}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _unlock_user(db: Any, email: str) -> str:
+    from tms.web.throttle import unlock
+
+    forgotten = await unlock(db, email)
+    return f"sign-in for {email} is no longer throttled ({forgotten} failed attempts forgotten)"
 
 
 def _backup(config: Config, file: str) -> int:

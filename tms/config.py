@@ -7,8 +7,11 @@ silently with a default.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ class Setting:
     default: Any
     help: str
     minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] | None = None
 
     @property
@@ -38,7 +42,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("server", "host", "127.0.0.1", "Address to listen on."),
-    Setting("server", "port", 8080, "TCP port to listen on.", minimum=0),
+    Setting("server", "port", 8080, "TCP port to listen on.", minimum=1, maximum=65535),
     Setting(
         "server",
         "base_url",
@@ -59,6 +63,7 @@ SETTINGS: tuple[Setting, ...] = (
         10_485_760,
         "Largest accepted attachment file in bytes; the env setting ATTACHMENT_MAX_BYTES overrides it.",
         minimum=1,
+        maximum=2**40,
     ),
     Setting(
         "retention",
@@ -66,6 +71,7 @@ SETTINGS: tuple[Setting, ...] = (
         30,
         "Unlinked ingested results (naming no library case) older than this many days are swept; 0 = next sweep.",
         minimum=0,
+        maximum=36_500,
     ),
     Setting(
         "retention",
@@ -74,17 +80,21 @@ SETTINGS: tuple[Setting, ...] = (
         "Whole runs (results and attachment files included) older than this many days are removed by the "
         "daily sweep; 0 = keep every run.",
         minimum=0,
+        maximum=36_500,
     ),
-    Setting("webhooks", "timeout_seconds", 10.0, "Timeout of one delivery attempt, in seconds.", minimum=0.001),
+    Setting("webhooks", "timeout_seconds", 10.0, "Timeout of one delivery attempt, in seconds.", minimum=0.001,
+            maximum=3600),
     Setting(
         "webhooks",
         "backoff_seconds",
         30.0,
         "Delay before retry n = backoff_seconds * backoff_factor**(n-1), plus up to 10% jitter.",
         minimum=0,
+        maximum=7 * 24 * 3600,
     ),
-    Setting("webhooks", "backoff_factor", 4.0, "Growth factor of the retry delay.", minimum=1),
-    Setting("webhooks", "max_retries", 3, "Retries after the first attempt before a delivery fails.", minimum=0),
+    Setting("webhooks", "backoff_factor", 4.0, "Growth factor of the retry delay.", minimum=1, maximum=100),
+    Setting("webhooks", "max_retries", 3, "Retries after the first attempt before a delivery fails.", minimum=0,
+            maximum=100),
     Setting(
         "webhooks",
         "allow_private_targets",
@@ -96,15 +106,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ai", "model", "", "Model name sent to the AI provider."),
     Setting("ai", "base_url", "", "Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1."),
     Setting("ai", "api_key", "", "API key of the AI provider (never shown or logged)."),
-    Setting("ai", "monthly_quota", 100, "Successful AI generations per tenant per calendar month.", minimum=0),
-    Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001),
+    Setting("ai", "monthly_quota", 100, "Successful AI generations per tenant per calendar month.", minimum=0,
+            maximum=10**9),
+    Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001,
+            maximum=3600),
     Setting("flaky", "threshold", 0.3, "Flip rate (0-1) at which a case becomes FLAKY; below half of it, it is "
-            "stable again (AUTOMATED).", minimum=0.01),
-    Setting("flaky", "runs", 30, "How many of a project's last runs flaky detection looks at.", minimum=2),
+            "stable again (AUTOMATED).", minimum=0.01, maximum=1),
+    Setting("flaky", "runs", 30, "How many of a project's last runs flaky detection looks at.", minimum=2,
+            maximum=200),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 EXTRA_ENV = {"ATTACHMENT_MAX_BYTES": "attachments.max_bytes"}
+# TMS_* variables that are not settings but are read elsewhere (config file, the reporter, tests)
+OTHER_ENV = frozenset({"TMS_CONFIG", "TMS_URL", "TMS_TOKEN", "TMS_PROJECT", "TMS_SCREENSHOTS"})
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,8 @@ class Config:
     source: str = "defaults"
     # names set by the file or the environment (not defaults), e.g. to derive base_url from the port
     explicit: frozenset[str] = frozenset()
+    # one line each, shown at start: unknown TMS_* variables, with the nearest known name
+    warnings: tuple[str, ...] = ()
 
     def get(self, name: str) -> Any:
         return self.values[name]
@@ -143,7 +160,7 @@ class Config:
         for dotted, raw in overrides.items():
             name = dotted.replace("__", ".")
             values[name] = _coerce(SETTINGS_BY_NAME[name], raw, name)
-        return Config(values, self.source, self.explicit | {n.replace("__", ".") for n in overrides})
+        return Config(values, self.source, self.explicit | {n.replace("__", ".") for n in overrides}, self.warnings)
 
     def with_derived_base_url(self) -> Config:
         """Without an explicit base_url, links point at the address the server listens on."""
@@ -152,7 +169,7 @@ class Config:
         host = self.values["server.host"]
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         values = dict(self.values, **{"server.base_url": f"http://{shown}:{self.values['server.port']}"})
-        return Config(values, self.source, self.explicit)
+        return Config(values, self.source, self.explicit, self.warnings)
 
 
 def _coerce(setting: Setting, raw: Any, origin: str, *, from_text: bool = True) -> Any:
@@ -164,8 +181,12 @@ def _coerce(setting: Setting, raw: Any, origin: str, *, from_text: bool = True) 
         value = float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise ConfigError(f"{origin}: expected {expected.__name__}, got {raw!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{origin}: must be a finite number, got {raw!r}")
     if setting.minimum is not None and value < setting.minimum:
         raise ConfigError(f"{origin}: must be >= {setting.minimum:g}, got {raw!r}")
+    if setting.maximum is not None and value > setting.maximum:
+        raise ConfigError(f"{origin}: must be <= {setting.maximum:g}, got {raw!r}")
     if setting.choices is not None and value not in setting.choices:
         raise ConfigError(f"{origin}: must be one of {', '.join(setting.choices)}, got {raw!r}")
     if setting.name == "server.base_url" and not str(value).startswith(("http://", "https://")):
@@ -216,7 +237,23 @@ def load_config(path: Path | None = None, environ: dict[str, str] | None = None)
         if env_name in env:
             values[name] = _coerce(SETTINGS_BY_NAME[name], env[env_name], env_name)
             explicit.add(name)
-    return Config(values, source, frozenset(explicit))
+    return Config(values, source, frozenset(explicit), tuple(_unknown_env_warnings(env)))
+
+
+def _unknown_env_warnings(env: Mapping[str, str]) -> list[str]:
+    """An unknown TMS_* variable is most likely a typo of a setting's: it is ignored, with a warning
+    naming the nearest known name (not an error: the environment is shared with other programs)."""
+    known = {s.env_name for s in SETTINGS} | OTHER_ENV
+    warnings = []
+    for name in sorted(env):
+        if name.startswith("TMS_") and name not in known:
+            warnings.append(f"{name}: unknown environment variable, ignored{_did_you_mean(name, known)}")
+    return warnings
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -229,12 +266,13 @@ def _read_file(path: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for section, table in document.items():
         if not isinstance(table, dict):
-            raise ConfigError(f"{section}: unknown key (settings live in [sections])")
+            raise ConfigError(f"{section}: unknown key (settings live in [sections])"
+                              f"{_did_you_mean(section, SETTINGS_BY_NAME)}")
         for key, raw in table.items():
             name = f"{section}.{key}"
             setting = SETTINGS_BY_NAME.get(name)
             if setting is None:
-                raise ConfigError(f"{name}: unknown key in {path}")
+                raise ConfigError(f"{name}: unknown key in {path}{_did_you_mean(name, SETTINGS_BY_NAME)}")
             values[name] = _coerce(setting, raw, name, from_text=False)
     return values
 

@@ -97,13 +97,20 @@ class Database:
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = await _connect(self.path)
-        await apply_migrations(self._writer)
-        for _ in range(self._reader_count):
-            reader = await _connect(self.path)
-            await reader.execute("PRAGMA query_only = ON")
-            self._all_readers.append(reader)
-            self._readers.put_nowait(reader)
+        try:
+            self._writer = await _connect(self.path)
+            await apply_migrations(self._writer)
+            for _ in range(self._reader_count):
+                reader = await _connect(self.path)
+                await reader.execute("PRAGMA query_only = ON")
+                self._all_readers.append(reader)
+                self._readers.put_nowait(reader)
+        except BaseException:
+            # each connection runs on its own non-daemon thread: left open, they kept a process whose
+            # start-up had failed alive (and not listening)
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         for reader in self._all_readers:

@@ -14,7 +14,7 @@ from typing import Any
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 
-from tms.services.errors import DomainError
+from tms.services.errors import DISK_FULL_DETAIL, DomainError, InsufficientStorage, is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,10 @@ def handle_domain_error(request: Request, exc: DomainError) -> Response[Any]:
 
 
 def handle_unexpected(request: Request, exc: Exception) -> Response[Any]:
+    if is_disk_full(exc):
+        # a known condition, not a bug: one line, no traceback, and a 507 saying what happened
+        log.error("disk full on %s %s: %s", request.method, request.url.path, exc)
+        return handle_domain_error(request, InsufficientStorage(DISK_FULL_DETAIL))
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     if _wants_html(request):
         return _html_error(request, 500, "Something went wrong on our side. The error has been logged.")

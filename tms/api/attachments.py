@@ -75,6 +75,11 @@ async def download_attachment(request: Request[ApiPrincipal, str, object], attac
     stored = await attachment_service.open_attachment(
         state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir
     )
+    return attachment_file(stored)
+
+
+def attachment_file(stored: attachment_service.StoredFile) -> File:
+    """A stored attachment as a download, with the defensive headers (the API's and the web's)."""
     headers = {
         # the stored type was proven by content; browsers must not second-guess it
         "X-Content-Type-Options": "nosniff",
@@ -85,8 +90,8 @@ async def download_attachment(request: Request[ApiPrincipal, str, object], attac
     }
     if stored.mime_type == "image/svg+xml":
         headers["Content-Security-Policy"] = SVG_CSP
-    media_type = f"{stored.mime_type}; charset=utf-8" if stored.mime_type == "text/plain" else stored.mime_type
-    return File(path=stored.path, media_type=media_type, headers=headers, filename=stored.file_name)
+    # Litestar appends "; charset=utf-8" to text/* types itself (twice, when we had added it too)
+    return File(path=stored.path, media_type=stored.mime_type, headers=headers, filename=stored.file_name)
 
 
 def content_disposition(disposition: str, file_name: str) -> str:

@@ -41,7 +41,8 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 
-def scope_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+async def scope_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+    """Async on purpose: Litestar runs a sync guard in a worker thread, a hop on every API call."""
     if "scope" not in handler.opt:
         raise RuntimeError(f"route {handler} declares no scope; use **requires(...)")
     required = handler.opt["scope"]

@@ -6,14 +6,18 @@ body can be inflated under a cap, and so that items can be checked one by one.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import zlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
 from litestar import Request
 from litestar.exceptions import ValidationException
 
-from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType, unreadable_json
 
 MB = 1024 * 1024
 # A 100k-result report is ~30-40 MB of JSON; these caps leave room while bounding memory per request.
@@ -21,37 +25,89 @@ MAX_WIRE_BYTES = 200 * MB
 MAX_JSON_BYTES = 200 * MB
 
 
-def gunzip(data: bytes, limit: int) -> bytes:
-    """Inflates a gzip body (several members allowed); truncated or corrupt → 400, over ``limit`` → 413."""
-    out: list[bytes] = []
-    size = 0
+# Our reporter sends one member; `cat a.gz b.gz` makes a few. Each member costs a fresh inflater, so
+# 100,000 empty members (2 MB) would be a cheap way to burn CPU: more than this many is a 400.
+MAX_GZIP_MEMBERS = 1_000
+# Input is fed to each inflater in growing slices, so what it hands back as ``unused_data`` (a copy)
+# stays about the size of one member: passing the whole remaining body made the cost quadratic.
+FIRST_SLICE = 1024
+MAX_SLICE = 1024 * 1024
+# Below this many wire bytes inflating is quicker than a hop to a thread and back (at most ~1,000x
+# compression: 64 KB inflate to ~64 MB at most, and the per-request limit still applies).
+INFLATE_IN_THREAD = 16 * 1024
+
+
+def gunzip(data: bytes, limit: int, max_members: int = MAX_GZIP_MEMBERS) -> bytearray:
+    """Inflates a gzip body in time linear in its size; several members allowed (up to ``max_members``).
+
+    Truncated or corrupt, or too many members → 400; more than ``limit`` bytes inflated → 413.
+    """
+    view = memoryview(data)
+    # one growing buffer (large reallocations are remapped, not copied): joining a list of chunks
+    # would hold the inflated body twice at the end
+    out = bytearray()
+    size = pos = members = 0
     while True:
+        members += 1
+        if members > max_members:
+            raise InvalidInput(f"The gzip body has more than {max_members} members.", field="body")
         inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
-        try:
-            chunk = inflater.decompress(data, limit - size + 1)
-        except zlib.error as exc:
-            raise InvalidInput(f"The gzip body is not valid: {exc}") from None
-        size += len(chunk)
-        if size > limit or inflater.unconsumed_tail:
-            raise TooLarge(f"The decompressed body is larger than {limit // MB} MB.")
-        out.append(chunk)
-        if not inflater.eof:
-            raise InvalidInput("The gzip body is truncated.")
-        data = inflater.unused_data
-        if not data.strip(b"\0"):
-            return b"".join(out)
+        step = FIRST_SLICE
+        while not inflater.eof:
+            if pos >= len(view):
+                raise InvalidInput("The gzip body is truncated.", field="body")
+            piece = view[pos : pos + step]
+            pos += len(piece)
+            step = min(step * 2, MAX_SLICE)
+            try:
+                chunk = inflater.decompress(piece, limit - size + 1)
+            except zlib.error as exc:
+                raise InvalidInput(f"The gzip body is not valid: {exc}", field="body") from None
+            size += len(chunk)
+            if size > limit or inflater.unconsumed_tail:
+                raise TooLarge(f"The decompressed body is larger than {limit // MB} MB.")
+            out += chunk
+        pos -= len(inflater.unused_data)
+        # the end, or zero padding after the last member (some tools write it)
+        if pos == len(data) or (data[pos] == 0 and data.count(0, pos) == len(data) - pos):
+            return out
 
 
-async def read_body(request: Request[Any, Any, Any], limit: int = MAX_JSON_BYTES) -> bytes:
+def inflation_slots() -> asyncio.Semaphore:
+    """How many gzip bodies may be inflated and held at once: one per core (at least two). Each may
+    reach ``MAX_JSON_BYTES`` inflated, so this bounds the memory hostile bodies can claim together;
+    the others wait their turn without holding the event loop."""
+    return asyncio.Semaphore(max(2, os.cpu_count() or 2))
+
+
+@contextlib.asynccontextmanager
+async def request_body(
+    request: Request[Any, Any, Any], limit: int = MAX_JSON_BYTES
+) -> AsyncIterator[bytes | bytearray]:
+    """The request's body, inflated when it is gzip, for the duration of the ``async with`` block.
+
+    A gzip body holds one of the app's inflation slots (``state.inflation_slots``) until the block
+    ends, i.e. while the handler decodes and stores it: the inflated bytes are alive until then.
+    Inflating a larger body runs in a worker thread.
+    """
     raw = await request.body()
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding in ("", "identity"):
         if len(raw) > limit:
             raise TooLarge(f"The body is larger than {limit // MB} MB.")
-        return raw
-    if encoding in ("gzip", "x-gzip"):
-        return gunzip(raw, limit)
-    raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported; send gzip or no encoding.")
+        yield raw
+        return
+    if encoding not in ("gzip", "x-gzip"):
+        raise UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not supported; send gzip or no encoding."
+        )
+    async with request.app.state.inflation_slots:
+        if len(raw) < INFLATE_IN_THREAD:
+            body = gunzip(raw, limit)
+        else:
+            body = await asyncio.to_thread(gunzip, raw, limit)
+        del raw
+        yield body
 
 
 def _json_body_type(handler: Any) -> Any:
@@ -83,6 +139,9 @@ async def strict_json_body(request: Request[Any, Any, Any]) -> None:
         raise ValidationException(extra=[{"key": field, "message": str(exc).split(" - at ")[0]}]) from None
     except msgspec.DecodeError:
         return  # malformed JSON: Litestar's own decoding reports it
+    except (RecursionError, UnicodeDecodeError) as exc:  # Litestar's own decoding would be a 500
+        raise ValidationException(extra=[{"key": "body", "message": unreadable_json(exc)}]) from None
+
 
 
 def _error_path(message: str) -> str:

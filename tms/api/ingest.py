@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import MediaType, Request, Response, post
 
 from tms.api.auth import requires
-from tms.api.bodies import MAX_WIRE_BYTES, read_body
+from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.ingest import IngestAnswer
 from tms.services import ingest as ingest_service
 from tms.services.tokens import ApiPrincipal
@@ -22,11 +22,9 @@ from tms.services.tokens import ApiPrincipal
     "Items naming neither `test_case_code` nor `test_case_id` are stored as unlinked results.",
 )
 async def ingest(request: Request[ApiPrincipal, str, object]) -> Response[IngestAnswer]:
-    status, body = await ingest_service.ingest(
-        request.app.state.db,
-        request.user.tenant_id,
-        await read_body(request),
-        request.headers.get("idempotency-key"),
-    )
+    async with request_body(request) as raw:
+        status, body = await ingest_service.ingest(
+            request.app.state.db, request.user.tenant_id, raw, request.headers.get("idempotency-key")
+        )
     # the body is already JSON (a replay returns the stored bytes verbatim)
     return Response(body, status_code=status, media_type=MediaType.JSON)  # type: ignore[arg-type]

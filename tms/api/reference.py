@@ -30,7 +30,8 @@ class ApiReferencePlugin(OpenAPIRenderPlugin):
                 )
         info = openapi_schema.get("info", {})
         page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>{html.escape(info.get("title", "API"))}</title><link rel="stylesheet" href="/static/app.css"></head>
+<title>{html.escape(info.get("title", "API"))}</title><link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/app.css"></head>
 <body><main><h1>{html.escape(info.get("title", "API"))} {html.escape(info.get("version", ""))}</h1>
 <p>Machine-readable: <a href="openapi.json">openapi.json</a>.</p>
 <div class="table-wrap"><table><thead><tr><th>Method</th><th>Path</th><th>Summary</th><th>Scope</th></tr></thead>

@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import Request, Response, get, post
 
 from tms.api.auth import requires
-from tms.api.bodies import MAX_WIRE_BYTES, read_body
+from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.results import BulkAnswer, ResultList
 from tms.services import results as result_service
 from tms.services.tokens import ApiPrincipal
@@ -27,5 +27,6 @@ async def list_results(request: Request[ApiPrincipal, str, object], run_id: str)
 )
 async def post_results(request: Request[ApiPrincipal, str, object], run_id: str) -> Response[BulkAnswer]:
     db, tenant_id = request.app.state.db, request.user.tenant_id
-    answer = await result_service.post_results(db, tenant_id, run_id, await read_body(request))
+    async with request_body(request) as raw:
+        answer = await result_service.post_results(db, tenant_id, run_id, raw)
     return Response(answer, status_code=207 if answer.rejected else 201)

@@ -63,7 +63,7 @@ def secret_matches(secret: str, presented: str | None) -> bool:
 def load_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise UnreadablePayload("the body is not JSON") from exc
     if not isinstance(payload, dict):
         raise UnreadablePayload("the body is not a JSON object")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -17,6 +17,8 @@ Text = Annotated[str, msgspec.Meta(max_length=20_000)]
 Stack = Annotated[str, msgspec.Meta(max_length=200_000)]
 Short = Annotated[str, msgspec.Meta(max_length=500)]
 Url = Annotated[str, msgspec.Meta(max_length=2_000)]
+# stored in a SQLite INTEGER (64-bit signed); a larger number was a 500 at the insert
+Millis = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 
 class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -29,7 +31,7 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     comment: Text | None = None
     bug_ticket_key: Label | None = None
     bug_ticket_url: Url | None = None
-    duration_ms: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    duration_ms: Millis | None = None
     framework: Label | None = None
     error_message: Text | None = None
     error_stack: Stack | None = None
@@ -42,6 +44,16 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     def passed_on_retry(self) -> int:
         return int(self.status == "PASSED" and bool(self.attempts)
                    and any(a in ("FAILED", "BROKEN") for a in self.attempts or ()))
+
+    def __post_init__(self) -> None:
+        # stored in UTC: an offset can push a time at the calendar's edge out of the years 1-9999
+        # ("9999-12-31T23:59:59-01:00"); msgspec turns this ValueError into a ValidationError
+        if self.executed_at is not None and self.executed_at.tzinfo is not None:
+            try:
+                self.executed_at.astimezone(UTC)
+            except OverflowError:
+                raise ValueError("executed_at is out of range: in UTC it must fall within the years "
+                                 "0001-9999") from None
 
 
 class ResultsBody(RequestBody):

@@ -25,7 +25,16 @@ import multipart
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
-from tms.services.errors import DomainError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType
+from tms.services.errors import (
+    DISK_FULL_DETAIL,
+    DomainError,
+    InsufficientStorage,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    UnsupportedMediaType,
+    is_disk_full,
+)
 from tms.services.filetypes import ALLOWED_EXTENSIONS, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
 from tms.store import attachments as attachment_store
 
@@ -251,6 +260,13 @@ async def upload(
             spool.discard()
             await _drain(body, received, content_length)
             raise
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            # the answer is a 507, and the client should read it rather than a broken pipe
+            spool.discard()
+            await _drain(body, received, content_length)
+            raise InsufficientStorage(DISK_FULL_DETAIL) from exc
         if not spool.files:
             raise InvalidInput("no 'file' part in the body", field=FILE_FIELD)
 

@@ -179,8 +179,8 @@ class Sniffer:
             head_text = bytes(self._head).decode("utf-8", errors="ignore")
             if not has_svg_root(head_text):
                 return "the content is not an SVG document (no <svg> root element)"
-        if self.claimed is JSON and not _is_json(path):
-            return "the content is not valid JSON"
+        if self.claimed is JSON:
+            return _json_problem(path)
         return None
 
     def _check_binary(self) -> str | None:
@@ -192,7 +192,7 @@ class Sniffer:
         return f"the content is {found.name}, but the file name says {self.claimed.name}"
 
 
-def _is_json(path: Path) -> bool:
+def _json_problem(path: Path) -> str | None:
     """Parses the stored file through a read-only mapping, so even a large file costs no heap.
 
     Decoding to ``msgspec.Raw`` validates the whole document without building Python objects.
@@ -200,7 +200,7 @@ def _is_json(path: Path) -> bool:
     """
     with path.open("rb") as handle:
         if path.stat().st_size == 0:
-            return False
+            return "the content is not valid JSON (empty)"
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             try:
                 data = memoryview(mapped)
@@ -209,5 +209,7 @@ def _is_json(path: Path) -> bool:
                 finally:
                     data.release()
             except (msgspec.DecodeError, msgspec.ValidationError):
-                return False
-    return True
+                return "the content is not valid JSON"
+            except RecursionError:  # valid JSON perhaps, but deeper than anything can read it back
+                return "the content is JSON nested too deeply"
+    return None

@@ -6,6 +6,8 @@ from tms.services.errors import InvalidInput
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
+# SQLite integers are 64-bit: a larger offset cannot even be bound (it was a 500); no table gets near it
+MAX_OFFSET = 2**63 - 1
 
 
 def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
@@ -16,7 +18,14 @@ def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
         raise InvalidInput("limit must be at least 1", field="limit")
     if offset < 0:
         raise InvalidInput("offset must not be negative", field="offset")
+    if offset > MAX_OFFSET:
+        raise InvalidInput(f"offset must be at most {MAX_OFFSET}", field="offset")
     return min(limit, MAX_LIMIT), offset
+
+
+def page_offset(offset: int) -> int:
+    """A web page's ``?offset=``: out-of-range values show the first or an empty page, never an error."""
+    return min(max(0, offset), MAX_OFFSET)
 
 
 def check_choice(value: str | None, allowed: tuple[str, ...], field: str) -> None:

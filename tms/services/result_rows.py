@@ -22,7 +22,7 @@ import msgspec
 from tms.db import Database, Row, Transaction
 from tms.ids import iso
 from tms.models.results import RESULT_STATUSES, BulkAnswer, ItemError, ResultIn
-from tms.services.errors import InvalidInput
+from tms.services.errors import InvalidInput, unreadable_json
 from tms.store import cases as case_store
 from tms.store.results import LinkedRow, UnlinkedRow
 
@@ -65,6 +65,8 @@ def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, l
         pass
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"The body is not valid JSON: {exc}") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise InvalidInput(unreadable_json(exc), field="body") from None
     try:
         body = msgspec.json.decode(raw, type=loose)
     except msgspec.ValidationError as exc:
@@ -72,6 +74,8 @@ def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, l
         raise InvalidInput(message, field=field) from None
     except msgspec.DecodeError as exc:  # the typed pass may stop at a bad item before the broken JSON
         raise InvalidInput(f"The body is not valid JSON: {exc}") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise InvalidInput(unreadable_json(exc), field="body") from None
     items: list[ResultIn | None] = []
     errors: dict[int, str] = {}
     for index, item in enumerate(body.results):

@@ -15,7 +15,7 @@ async def result_ids_chunk(tx: Transaction, run_id: str, limit: int) -> list[str
     """Up to ``limit`` result ids of the run, linked and unlinked (each through its run index)."""
     rows = await tx.fetch_all(
         "SELECT id FROM (SELECT id FROM test_results WHERE run_id = ? LIMIT ?) "
-        "UNION ALL SELECT id FROM (SELECT id FROM native_test_results WHERE run_id = ? LIMIT ?)",
+        "UNION ALL SELECT id FROM (SELECT id FROM unlinked_test_results WHERE run_id = ? LIMIT ?)",
         (run_id, limit, run_id, limit),
     )
     return [row["id"] for row in rows]
@@ -24,7 +24,7 @@ async def result_ids_chunk(tx: Transaction, run_id: str, limit: int) -> list[str
 async def delete_results(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
     marks = ",".join("?" * len(result_ids))
     await tx.execute(f"DELETE FROM test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
-    await tx.execute(f"DELETE FROM native_test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
+    await tx.execute(f"DELETE FROM unlinked_test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
 
 
 async def delete_run(tx: Transaction, run_id: str) -> None:

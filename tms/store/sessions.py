@@ -46,6 +46,13 @@ class SQLiteSessionStore(Store):
                 )
         return bytes(row["value"])
 
+    async def get_entry(self, key: str) -> tuple[bytes, float | None] | None:
+        """(value, expires_at) of a live session, or None: the session cookie's backend reads both."""
+        row = await self._db.fetch_one("SELECT value, expires_at FROM web_sessions WHERE key = ?", (key,))
+        if row is None or (row["expires_at"] is not None and row["expires_at"] <= time.time()):
+            return None
+        return bytes(row["value"]), row["expires_at"]
+
     async def delete(self, key: str) -> None:
         async with self._db.transaction() as tx:
             await tx.execute("DELETE FROM web_sessions WHERE key = ?", (key,))

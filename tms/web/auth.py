@@ -12,6 +12,7 @@ from litestar.response import Redirect, Response, Template
 from tms.services import accounts
 from tms.services.errors import DomainError
 from tms.web.session import load_user, safe_next, users_exist
+from tms.web.session_cookie import start_session
 
 
 def _client_address(request: Request[Any, Any, Any]) -> str:
@@ -35,7 +36,7 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
     next_path = safe_next(str(form.get("next", "")))
     throttle = request.app.state.login_throttle
     address = _client_address(request)
-    wait = throttle.retry_after(address, email)
+    wait = await throttle.retry_after(address, email)
     if wait:
         return Template(
             "login.html",
@@ -46,16 +47,14 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
         )
     user = await accounts.authenticate_user(request.app.state.db, email, password) if email and password else None
     if user is None:
-        throttle.record_failure(address, email)
+        await throttle.record_failure(address, email)
         return Template(
             "login.html",
             context={"error": "Wrong email or password.", "email": email, "next": next_path},
             status_code=400,
         )
-    throttle.record_success(email)
-    # a fresh session id at login defeats session fixation
-    request.clear_session()
-    request.set_session({"user_id": user["id"]})
+    await throttle.record_success(address, email)
+    start_session(request, {"user_id": user["id"]})  # under a fresh id: no session fixation
     return Redirect(next_path, status_code=303)
 
 
@@ -101,7 +100,6 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
         )
     request.app.state.setup_done = True
     request.app.state.setup_token = None
-    request.clear_session()
-    request.set_session({"user_id": created["user_id"]})
+    start_session(request, {"user_id": created["user_id"]})
     flash(request, "Your team is ready. Create a project, then an API token for your CI.", "success")
     return Redirect("/", status_code=303)

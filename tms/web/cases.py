@@ -15,6 +15,7 @@ from tms.models.cases import CaseCreate, CaseUpdate
 from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services.errors import DomainError, NotFound
+from tms.services.paging import page_offset
 from tms.store import case_views
 from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.web.gherkin_html import error_lines, highlight
@@ -56,7 +57,7 @@ async def list_cases(request: AnyRequest, offset: int = 0) -> Template:
         layer=_choice(query["layer"], LAYERS),
         tag=query["tag"][:100] or None,
     )
-    offset = max(0, offset)
+    offset = page_offset(offset)
     rows, total = await case_views.search_cases(db, tenant, filters, limit=PAGE_SIZE, offset=offset)
     projects = await project_service.list_projects(db, tenant)
     cases = [case_service.case_from_row(row) for row in rows]

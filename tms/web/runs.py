@@ -8,13 +8,14 @@ from urllib.parse import urlencode
 from litestar import Router, get, post
 from litestar.response import File, Redirect, Template
 
-from tms.api.attachments import SVG_CSP, content_disposition
+from tms.api.attachments import attachment_file
 from tms.models.runs import RUN_STATUSES, RunUpdate
 from tms.services import attachments as attachment_service
 from tms.services import failures as failure_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import NotFound
+from tms.services.paging import page_offset
 from tms.store import run_views
 from tms.web.common import AnyRequest, db_of, done, not_found, page_numbers, render, tenant_of
 from tms.web.session import page_guard
@@ -38,7 +39,7 @@ async def list_runs(request: AnyRequest, offset: int = 0, project_id: str | None
                     status: str | None = None) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     status = status if status in RUN_STATUSES else None
-    offset = max(0, offset)
+    offset = page_offset(offset)
     rows, total = await run_views.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
                                                    limit=PAGE_SIZE, offset=offset)
     runs = [run_service.run_from_row(row) for row in rows]
@@ -63,7 +64,7 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
     db, tenant = db_of(request), tenant_of(request)
     run = await _run_or_404(request, run_id)
     status = status if status in RESULT_STATUSES else None
-    offset = max(0, offset)
+    offset = page_offset(offset)
     linked_counts, unlinked_counts = await run_views.status_counts(db, tenant, run.id)
     by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
     linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
@@ -107,15 +108,7 @@ async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
                                                           state.config.attachments_dir)
     except NotFound as exc:
         raise not_found("attachment") from exc
-    headers = {
-        "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": content_disposition("inline" if stored.inline else "attachment", stored.file_name),
-        "Cache-Control": "private, no-cache",
-    }
-    if stored.mime_type == "image/svg+xml":
-        headers["Content-Security-Policy"] = SVG_CSP
-    media_type = f"{stored.mime_type}; charset=utf-8" if stored.mime_type == "text/plain" else stored.mime_type
-    return File(path=stored.path, media_type=media_type, headers=headers, filename=stored.file_name)
+    return attachment_file(stored)
 
 
 def router() -> Router:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from litestar import Request
+from litestar.config.csrf import CSRFConfig
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.middleware.csrf import CSRFMiddleware
 
 from tms.services.audit import Actor, acting_as
 from tms.store import users as user_store
@@ -110,18 +111,33 @@ async def session_api_guard(connection: ASGIConnection, handler: BaseRouteHandle
     """Internal JSON API (/api/webhooks): a session, never a Bearer token; CSRF on unsafe methods.
 
     CSRF is checked here rather than by the CSRF middleware so that a request without a session
-    gets its 401 first, as the contract says, instead of a 403 about a missing CSRF token.
+    gets its 401 first, as the contract says, instead of a 403 about a missing CSRF token. The check
+    is the middleware's own (``csrf_token_valid``), so forms and this API share one mechanism.
     """
     user = await load_user(connection)
     if user is None:
         raise NotAuthorizedException("Sign in to the web interface; this API takes no Bearer tokens.")
     check_role(connection, handler, user)
-    if connection.scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
-        header = connection.headers.get("x-csrftoken", "")
-        cookie = connection.cookies.get("csrftoken", "")
-        if not header or not cookie or not hmac.compare_digest(header, cookie):
+    config = connection.app.csrf_config
+    if config is not None and connection.scope.get("method") not in config.safe_methods:
+        header = connection.headers.get(config.header_name, "")
+        cookie = connection.cookies.get(config.cookie_name, "")
+        if not csrf_token_valid(config, header, cookie):
             raise PermissionDeniedException("CSRF token missing or incorrect; send the csrftoken cookie's value "
                                             "in the x-csrftoken header.")
+
+
+def csrf_token_valid(config: CSRFConfig, presented: str, cookie: str) -> bool:
+    """Litestar's CSRF check, as its middleware makes it for forms: both tokens carry an HMAC made with
+    the app's secret, and their random parts are equal. A pair the client made up itself (the
+    same string in cookie and header) fails: only the server can sign a token."""
+    if not presented or not cookie:
+        return False
+    return CSRFMiddleware(app=_never_called, config=config)._csrf_tokens_match(presented, cookie)
+
+
+async def _never_called(scope: Any, receive: Any, send: Any) -> None:  # the middleware's next app
+    raise RuntimeError("not an ASGI app")
 
 
 def web_user(request: Request[Any, Any, Any]) -> WebUser:

@@ -51,10 +51,40 @@ def url_problem(url: str, *, https_only: bool) -> str | None:
     return None
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix: IPv4 in the low 32 bits
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215 local-use: the site's own translator
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated ::a.b.c.d
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """IPv4 addresses an IPv6 transition form carries (and may reach through a relay or translator):
+    IPv4-mapped, 6to4 (2002::/16), Teredo (2001::/32, the client and the server), NAT64
+    (64:ff9b::/96) and IPv4-compatible (::a.b.c.d). Checked on their own, so a refused IPv4 address
+    cannot come back dressed as IPv6, whatever Python's own tables say about the IPv6 range."""
+    found = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return found
+
+
 def address_problem(address: IPAddress) -> str | None:
     """Why connecting to ``address`` is refused, or None for a public (global) address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        elif address in _NAT64_LOCAL:
+            return f"{address} is a local-use NAT64 address"
+        else:
+            for inner in embedded_ipv4(address):
+                problem = address_problem(inner)
+                if problem:
+                    return f"{address} embeds a refused IPv4 address: {problem}"
     for label, flag in (
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),

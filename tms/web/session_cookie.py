@@ -1,0 +1,84 @@
+"""The web session cookie: a server-side session that is stored only when it holds something, and
+whose id is never one the client chose.
+
+Litestar's own server-side backend stores a row for every response that passes through it (each
+anonymous ``GET /login`` wrote a 14-day row) and keeps whatever id the ``tms_session`` cookie
+presents, so an id planted in a victim's browser before login stayed the signed-in session
+(session fixation). This backend:
+
+- writes nothing for an empty session, and sets no cookie (CSRF has its own cookie);
+- issues a fresh random id whenever it stores a session the presented id does not name in the
+  store (an unknown id is never adopted), at every sign-in (``start_session``) and whenever
+  ``user_id`` changes, deleting the old row;
+- rewrites an unchanged session at most once a day, to slide its expiry, instead of on every page.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.datastructures import Cookie, MutableScopeHeaders
+from litestar.middleware.session.server_side import ServerSideSessionBackend, ServerSideSessionConfig
+from litestar.types import Empty, Message, ScopeSession
+from litestar.utils.dataclass import extract_dataclass_items
+
+_LOADED = "tms_session_loaded"  # (stored bytes, expires_at) of the presented id, or None
+_ROTATE = "tms_session_rotate"
+REFRESH_AFTER_SECONDS = 24 * 3600
+
+
+class RotatingSessionBackend(ServerSideSessionBackend):
+    async def load_from_connection(self, connection: ASGIConnection) -> dict[str, Any]:
+        loaded = None
+        session_id = connection.cookies.get(self.config.key)
+        if session_id and session_id != "null":
+            store = self.config.get_store_from_app(connection.scope["app"])
+            loaded = await store.get_entry(session_id)  # type: ignore[attr-defined]
+        connection.scope[_LOADED] = loaded  # type: ignore[literal-required]
+        return self.deserialize_data(loaded[0]) if loaded is not None else {}
+
+    async def store_in_message(self, scope_session: ScopeSession, message: Message, connection: ASGIConnection) -> None:
+        scope = connection.scope
+        store = self.config.get_store_from_app(scope["app"])
+        headers = MutableScopeHeaders.from_message(message)
+        presented = connection.cookies.get(self.config.key)
+        loaded: tuple[bytes, float | None] | None = scope.get(_LOADED)  # type: ignore[assignment]
+        params = dict(extract_dataclass_items(self.config, exclude_none=True, include=Cookie.__dict__.keys()))
+        if scope_session is Empty or not scope_session:
+            if loaded is not None:
+                await self.delete(presented, store=store)  # type: ignore[arg-type]
+            if presented and presented != "null":
+                headers.add("Set-Cookie", Cookie(value="null", key=self.config.key, expires=0, **params)
+                            .to_header(header=""))
+            return
+        data = self.serialize_data(scope_session, scope)
+        session_id = presented
+        if (loaded is None or scope.get(_ROTATE)
+                or self.deserialize_data(loaded[0]).get("user_id") != scope_session.get("user_id")):
+            if loaded is not None:
+                await self.delete(presented, store=store)  # type: ignore[arg-type]
+            session_id = self.generate_session_id()
+        elif data == loaded[0] and not _due_for_refresh(loaded[1], self.config.max_age):
+            return  # unchanged and fresh: no write, no cookie
+        await self.set(session_id=session_id, data=data, store=store)  # type: ignore[arg-type]
+        headers.add("Set-Cookie", Cookie(value=session_id, key=self.config.key, **params).to_header(header=""))
+
+
+def start_session(connection: ASGIConnection, data: dict[str, Any]) -> None:
+    """Signs a session in (login, setup): its data replaces the old session's, under a new id."""
+    connection.scope["session"] = data
+    connection.scope[_ROTATE] = True  # type: ignore[literal-required]
+
+
+def _due_for_refresh(expires_at: float | None, max_age: int | None) -> bool:
+    if expires_at is None or max_age is None:
+        return False
+    return expires_at - time.time() < max_age - REFRESH_AFTER_SECONDS
+
+
+@dataclass
+class RotatingSessionConfig(ServerSideSessionConfig):
+    _backend_class = RotatingSessionBackend  # type: ignore[assignment]
