@@ -287,6 +287,7 @@ def main() -> None:
     parser.add_argument("--before", default=None, help="git ref of the tree without fingerprinting")
     parser.add_argument("--skip-history", action="store_true", help="skip the 3,000,000-result history")
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--skip-reads", action="store_true")
     args = parser.parse_args()
     before = args.before or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
                                            text=True, check=True).stdout.strip()
@@ -296,7 +297,8 @@ def main() -> None:
         if not args.skip_overhead:
             tree = export_tree(before, work / "before-tree")
             rows += ingest_overhead(work, tree, args.rounds)
-        rows += reads(work, args.rounds, not args.skip_history)
+        if not args.skip_reads:
+            rows += reads(work, args.rounds, not args.skip_history)
     width = max(len(r[0]) for r in rows)
     print(f"| {'measure':<{width}} | target | result |")
     print(f"|{'-' * (width + 2)}|---|---|")

@@ -87,9 +87,11 @@ def flaky_tests(run_ids: list[str], rows: list[tuple[str, str, str | None, str |
     return found
 
 
-async def compute(db: Database, tenant_id: str, project_id: str, runs: int) -> list[tuple[FlakyTest, str | None]]:
+async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, linked_only: bool = False
+                  ) -> list[tuple[FlakyTest, str | None]]:
     run_ids = await failure_store.last_runs(db, tenant_id, project_id, runs)
-    return flaky_tests(run_ids, await failure_store.flaky_outcomes(db, tenant_id, run_ids))
+    outcomes = await failure_store.flaky_outcomes(db, tenant_id, run_ids, linked_only=linked_only)
+    return flaky_tests(run_ids, outcomes)
 
 
 async def list_flaky(db: Database, tenant_id: str, project_id: str | None, runs: int | None, limit: int | None,
@@ -112,7 +114,7 @@ async def list_flaky(db: Database, tenant_id: str, project_id: str | None, runs:
 async def evaluate(db: Database, tenant_id: str, project_id: str, threshold: float, runs: int) -> dict[str, int]:
     """Moves the project's linked cases between AUTOMATED and FLAKY by their flip rate; one transaction,
     each move audited and evented. Returns {"flaky": n, "stable": n}."""
-    found = await compute(db, tenant_id, project_id, runs)
+    found = await compute(db, tenant_id, project_id, runs, linked_only=True)
     rates = {case_id: test.flip_rate for test, case_id in found if case_id}
     to_flaky = [case_id for test, case_id in found
                 if case_id and test.flip_rate >= threshold and test.passes + test.failures >= MIN_VERDICTS]
@@ -148,10 +150,12 @@ def _event(row: Row, project_id: str, old: str, new: str, rate: float, runs: int
 
 class FlakyWatcher:
     """Re-evaluates a project's flaky cases after its results change, off the request path: a write
-    asks for it (``touch``), one task per project runs it, and asks made meanwhile fold into one rerun."""
+    asks for it (``touch``), one task per project runs it ``delay`` seconds later, and every ask made
+    until then (a burst of CI shards, a fleet of pipelines) folds into that one evaluation, so a
+    project is evaluated at most once per ``delay`` however fast results arrive."""
 
-    def __init__(self, db: Database, threshold: float, runs: int) -> None:
-        self.db, self.threshold, self.runs = db, threshold, runs
+    def __init__(self, db: Database, threshold: float, runs: int, delay: float = 2.0) -> None:
+        self.db, self.threshold, self.runs, self.delay = db, threshold, runs, delay
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._again: set[tuple[str, str]] = set()
 
@@ -165,6 +169,7 @@ class FlakyWatcher:
     async def _run(self, key: tuple[str, str]) -> None:
         try:
             while True:
+                await asyncio.sleep(self.delay)
                 self._again.discard(key)
                 try:
                     await evaluate(self.db, key[0], key[1], self.threshold, self.runs)

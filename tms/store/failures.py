@@ -158,7 +158,7 @@ async def last_runs(db: Database, tenant_id: str, project_id: str, count: int) -
     return [row["id"] for row in reversed(rows)]
 
 
-async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str]
+async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str], *, linked_only: bool = False
                          ) -> list[tuple[str, str, str | None, str | None, str, int]]:
     """(run_id, key, test_case_code, title, status, passed_on_retry) for every result, in these runs, of
     a test that failed or passed only on retry in at least one of them. A linked test's key is its case
@@ -171,14 +171,17 @@ async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str]
     if not run_ids:
         return []
     runs = json.dumps(run_ids)
+
     packed = await db.fetch_value(
         "WITH runs(id) AS (SELECT value FROM json_each(:runs)), "
         "cases(id) AS ("
         "  SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
         "  UNION SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND passed_on_retry = 1"
+        # the automation status concerns cases only: its evaluation leaves the unlinked rows out
         "), titles(title) AS ("
-        "  SELECT title FROM unlinked_test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
-        "  UNION SELECT title FROM unlinked_test_results WHERE run_id IN (SELECT id FROM runs) "
+        "  SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs)"
+        "  AND fingerprint IS NOT NULL"
+        "  UNION SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs) "
         "  AND passed_on_retry = 1"
         ") SELECT json_group_array(json_array(run_id, key, code, title, status, passed_on_retry)) FROM ("
         "  SELECT r.run_id, r.test_case_id AS key, r.test_case_code AS code, r.title, r.status, r.passed_on_retry"
@@ -187,7 +190,7 @@ async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str]
         "  UNION ALL SELECT n.run_id, n.title, NULL, n.title, n.status, n.passed_on_retry"
         "  FROM unlinked_test_results n WHERE EXISTS (SELECT 1 FROM titles) AND n.run_id IN (SELECT id FROM runs)"
         "  AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles))",
-        {"runs": runs, "tenant": tenant_id},
+        {"runs": runs, "tenant": tenant_id, "unlinked": 0 if linked_only else 1},
     )
     return _flaky_rows.decode(packed or "[]")
 
