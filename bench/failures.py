@@ -290,6 +290,59 @@ def old_history(service: Service, project: str, codes: list[str], total: int) ->
     return inserted
 
 
+def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
+    """The same 100,000-result ingests in one process through tms.services.ingest, alternately with and
+    without stamping (fingerprints and known issues), timed in CPU seconds of the process (its SQLite
+    threads included): on a VM whose load average is 10+, wall-clock medians of HTTP ingests vary 2-3x
+    from one round to the next, CPU time far less."""
+    import asyncio
+
+    from tms.db import Database
+    from tms.models.projects import ProjectCreate
+    from tms.services import accounts, ingest, projects
+    from tms.services import failures as failure_service
+    from tms.services import fingerprints as fingerprint_module
+
+    def without(self: Any, status: str, message: Any, stack: Any, key: Any, url: Any) -> Any:
+        return None, key, url
+
+    async def run() -> dict[str, list[float]]:
+        with tempfile.TemporaryDirectory(prefix="tms-bench-cpu-") as tmp:
+            db = Database(Path(tmp) / "tms.db")
+            await db.open()
+            tenant = await accounts.create_tenant(db, "cpu")
+            project = (await projects.create_project(db, tenant, ProjectCreate(name="p"))).id
+            codes = [f"B-{i}" for i in range(1, 50_001)]
+            now = now_iso()
+            async with db.transaction() as tx:
+                await tx.executemany(
+                    "INSERT INTO test_cases (id, tenant_id, project_id, code, title, bdd_content, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(i, tenant, project, c, c, FEATURE, now, now) for i, c in zip(new_ids(len(codes)), codes,
+                                                                                     strict=True)])
+            real = failure_service.Stamper.stamp
+            times: dict[str, list[float]] = {"with": [], "without": []}
+            try:
+                for r in range(rounds):
+                    body = json.dumps({"project_id": project, "results": make_items(100_000, codes, r)}).encode()
+                    for mode in ("with", "without") if r % 2 else ("without", "with"):
+                        failure_service.Stamper.stamp = real if mode == "with" else without  # type: ignore[method-assign]
+                        fingerprint_module.fingerprint.cache_clear()
+                        fingerprint_module._LINE_CACHE.clear()
+                        start = time.process_time()
+                        await ingest.ingest(db, tenant, body)
+                        times[mode].append(time.process_time() - start)
+            finally:
+                failure_service.Stamper.stamp = real  # type: ignore[method-assign]
+                await db.close()
+            return times
+
+    times = asyncio.run(run())
+    with_, without_ = statistics.median(times["with"]), statistics.median(times["without"])
+    return [("ingest 100k in-process, CPU seconds: without -> with stamping (median)", "< +15%",
+             f"{without_:.2f} s -> {with_:.2f} s ({(with_ / without_ - 1) * 100:+.1f}%)")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
@@ -297,6 +350,7 @@ def main() -> None:
     parser.add_argument("--skip-history", action="store_true", help="skip the 3,000,000-result history")
     parser.add_argument("--skip-overhead", action="store_true")
     parser.add_argument("--skip-reads", action="store_true")
+    parser.add_argument("--skip-cpu", action="store_true")
     args = parser.parse_args()
     before = args.before or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
                                            text=True, check=True).stdout.strip()
@@ -306,6 +360,8 @@ def main() -> None:
         if not args.skip_overhead:
             tree = export_tree(before, work / "before-tree")
             rows += ingest_overhead(work, tree, args.rounds)
+        if not args.skip_cpu:
+            rows += cpu_overhead()
         if not args.skip_reads:
             rows += reads(work, args.rounds, not args.skip_history)
     width = max(len(r[0]) for r in rows)

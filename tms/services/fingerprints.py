@@ -29,7 +29,7 @@ from functools import lru_cache
 FRAMES = 2
 MAX_MESSAGE = 2_000
 MAX_STACK = 16_000
-MAX_LINES = 200  # top frames are near the top: a 10,000-frame recursion is not read to its end
+MAX_LINES = 60  # the top frames are near the top: the rest of a deep stack (or a recursion) is not read
 FINGERPRINTED = frozenset(("FAILED", "BROKEN"))
 
 # Every pattern starts with a literal or a character class, so the regex engine scans for its first
@@ -76,7 +76,7 @@ _SKIPPED_FRAME = (
     "System.Runtime", "System.Reflection", "/gems/", "phpunit/",
 )
 _DIGIT = re.compile(r"\d")
-_PYTHON_FRAME = re.compile(r'^\s*(?:File\s+"[^"]+",\s+line\s+\d+|\S+\.py:\d+: )')
+_PYTHON_FRAME = re.compile(r'^[ \t]*(?:File\s+"[^"]+",\s+line\s+\d+|\S+\.py:\d+: )', re.MULTILINE)
 _PY_FILE = re.compile(r'File\s+"([^"]+)",\s+line\s+(\d+),\s+in\s+(\S+)')
 # lines of runner chatter that name the test or its timing, not the failure (Go, Robot)
 _CHATTER = re.compile(r"^\s*(?:=== (?:RUN|CONT|PAUSE|NAME)|--- (?:FAIL|PASS|SKIP)|PASS$|FAIL$|ok\s)")
@@ -173,11 +173,14 @@ def top_frames(stack: str, count: int = FRAMES) -> list[str]:
     frames: list[str] = []
     others: list[str] = []
     stack = stack[:MAX_STACK]
-    lines = stack.splitlines()
-    # Python prints the most recent call last (tracebacks and pytest alike); the others print it first
-    if ('File "' in stack or ".py:" in stack) and any(_PYTHON_FRAME.match(line) for line in lines):
+    # Python prints the most recent call last (tracebacks and pytest alike): read its last lines, bottom
+    # up; the others print it first: read the first lines. Only MAX_LINES are split off either way.
+    if ('File "' in stack or ".py:" in stack) and _PYTHON_FRAME.search(stack):
+        lines = stack.rsplit("\n", MAX_LINES)[-MAX_LINES:]
         lines.reverse()
-    for line in lines[:MAX_LINES]:
+    else:
+        lines = stack.split("\n", MAX_LINES)[:MAX_LINES]
+    for line in lines:
         kind, text = _line(line)
         if kind == _KEEP:
             frames.append(text)
