@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test browser serve test lint bench
+.PHONY: help install install-test browser serve test lint typecheck bench
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -31,8 +31,12 @@ serve: install  ## install and start the service with embedded defaults (data in
 test: install browser  ## install everything and run the whole test suite
 	$(VENV)/bin/pytest
 
-lint: install  ## ruff
+lint: install  ## ruff, then the type checker (make typecheck alone runs only the latter)
 	$(VENV)/bin/ruff check tms tests bench docs
+	$(VENV)/bin/mypy
+
+typecheck: install  ## mypy over tms/ (settings in pyproject.toml)
+	$(VENV)/bin/mypy
 
 bench: install  ## run the benchmarks (see bench/README.md)
 	$(PY) bench/run_all.py

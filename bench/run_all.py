@@ -9,6 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["auth.py", "cases_list.py", "ingest.py", "attachments.py", "webhooks.py", "reporter.py", "web_pages.py",
            "gzip_bodies.py"]
+SCRIPTS += ["plans.py"]
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Webhook benchmark (issue 4): 1,000 events fanned out to 4 loopback subscribers.
 
-    .venv/bin/python bench/webhooks.py [--events 1000] [--subscribers 4] [--ingest-rounds 40]
+    .venv/bin/python bench/webhooks.py [--events 1000] [--subscribers 4] [--ingest-rounds 40] [--format slack]
 
 Starts a real `tms serve` and a receiver process (asyncio, HTTP/1.1 keep-alive, answers 200 at
 once, one port per subscriber) and measures:
@@ -154,6 +154,9 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--subscribers", type=int, default=4)
     parser.add_argument("--ingest-rounds", type=int, default=40)
+    parser.add_argument("--format", default="standard", choices=("standard", "slack", "teams", "google_chat"),
+                        help="the subscriptions' format: a chat one renders a message per event and subscription "
+                             "at fan-out (and looks up the events' runs and projects)")
     args = parser.parse_args()
     expected = args.events * args.subscribers
 
@@ -172,7 +175,7 @@ def main() -> int:
             for port in ports[:-1]:
                 response = web.post("/api/webhooks", json={
                     "url": f"http://127.0.0.1:{port}/hook", "events": ["test_run_result.failed"],
-                    "secret": "bench-secret"})
+                    "secret": "bench-secret", "format": args.format})
                 assert response.status_code == 201, response.text
             spare = web.post("/api/webhooks", json={
                 "url": f"http://127.0.0.1:{ports[-1]}/hook", "events": ["bug.resolved"]}).json()["data"]
@@ -224,6 +227,7 @@ def main() -> int:
             server.stop()
             receivers.terminate()
 
+    print(f"format: {args.format}")
     print("| measure | target | result |")
     print("|---|---|---|")
     for measure, target, result in rows:

@@ -167,8 +167,10 @@ def test_each_allowed_type_round_trips(tenant: Tenant, name: str, content: bytes
     if mime == "image/svg+xml":
         csp = download.headers["content-security-policy"]
         assert csp.startswith("sandbox") and "default-src 'none'" in csp
-    else:
-        assert "content-security-policy" not in download.headers
+    else:  # the site-wide policy every response carries
+        from tms.middleware import CONTENT_SECURITY_POLICY
+
+        assert download.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
 
 def test_several_files_in_one_request(tenant: Tenant) -> None:

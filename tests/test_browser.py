@@ -85,6 +85,13 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     page.get_by_role("button", name="Mark Web shop active").click()
     assert page.get_by_text("“Web shop” is now the active project.").is_visible()
     shot(page, "projects")
+    # the project id CI needs is on the page, copied with its button (wired by /static/app.js)
+    page.get_by_role("button", name="Copy the project id of Web shop").click()
+    page.wait_for_function("() => document.querySelector('.project-id button').textContent === 'Copied'")
+    copied_project_id = page.evaluate("navigator.clipboard.readText()")
+    assert re.fullmatch(r"c[a-z0-9]{24}", copied_project_id)
+    page.get_by_text("Send test results from CI").click()
+    assert page.get_by_text(f"tms ingest --url {base} --project {copied_project_id} reports/").is_visible()
 
     # a test case: broken Gherkin is refused with the line marked, the input kept
     page.get_by_role("link", name="Test cases").click()
@@ -130,12 +137,14 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
 
         # CI ingests with the copied token: one linked, one unlinked result, and a screenshot
         api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {copied}"}, timeout=30)
-        project_id = api.get("/api/v1/projects").json()["data"][0]["id"]
+        project_id = copied_project_id
+        assert api.get("/api/v1/projects").json()["data"][0]["id"] == project_id
         ingest = api.post("/api/v1/ingest", json={
             "project_id": project_id, "run_name": "Nightly #1", "environment": "staging", "framework": "pytest",
             "results": [
                 {"test_case_code": "TC-1", "status": "FAILED", "duration_ms": 2300,
-                 "error_message": "AssertionError: expected 200, got 500",
+                 "error_message": "AssertionError: expected 200, got 500\nassert 500 == 200",
+                 "comment": "2 tests link to TC-1; the worst status counts:\n- FAILED pay\n- PASSED pay again",
                  "error_stack": "Traceback (most recent call last):\n  File \"test_checkout.py\", line 12\n"
                                 "AssertionError",
                  "bug_ticket_key": "SHOP-42", "bug_ticket_url": "https://jira.example.com/browse/SHOP-42"},
@@ -152,6 +161,10 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
         page.get_by_role("link", name="Runs").click()
         page.get_by_role("link", name="Nightly #1").click()
         assert page.get_by_text("AssertionError: expected 200, got 500").is_visible()
+        # multi-line texts keep their lines (innerText follows the CSS: collapsed text has no \n)
+        assert page.locator(".errmsg").inner_text() == "AssertionError: expected 200, got 500\nassert 500 == 200"
+        assert page.locator(".multiline").inner_text().splitlines() == [
+            "2 tests link to TC-1; the worst status counts:", "- FAILED pay", "- PASSED pay again"]
         page.get_by_text("Stack trace").click()
         assert page.locator("details.stack pre").is_visible()
         image = page.get_by_alt_text("Attachment screenshot.png")
@@ -190,6 +203,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     # the case page shows the history; 375 px wide, nothing overflows sideways
     page.goto(f"{base}/cases/TC-1")
     assert page.get_by_role("link", name="Nightly #1").is_visible()
+    assert page.locator(".errmsg").inner_text().splitlines()[1] == "assert 500 == 200"
     shot(page, "case")
     page.set_viewport_size({"width": 375, "height": 800})
     for name, path in (("dashboard", "/"), ("projects", "/projects"), ("cases", "/cases"),

@@ -161,8 +161,10 @@ def test_patch_changes_only_given_fields_and_moves_updated_at(tenant: Tenant) ->
     patched = response.json()["data"]
     assert patched["status"] == "READY" and patched["automation_status"] == "FLAKY"
     assert patched["updated_at"] > case["updated_at"] and patched["created_at"] == case["created_at"]
-    assert {k: v for k, v in patched.items() if k not in ("status", "automation_status", "updated_at")} == {
-        k: v for k, v in case.items() if k not in ("status", "automation_status", "updated_at")}
+    changed = ("status", "automation_status", "updated_at", "version")
+    assert {k: v for k, v in patched.items() if k not in changed} == {
+        k: v for k, v in case.items() if k not in changed}
+    assert (case["version"], patched["version"]) == (1, 2)
     every = {"title": "New", "bdd_content": FEATURE.replace("Login", "Logout"), "project_id": project["id"],
              "code": "NEW-1", "priority": "LOW", "layer": None, "is_e2e": True, "tags": ["x", "y"],
              "tickets": [{"key": "L-1", "source": "LINEAR"}]}

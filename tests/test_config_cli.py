@@ -149,7 +149,7 @@ def test_help_lists_commands(tmp_path: Path) -> None:
     ("toml", "env", "key"),
     [
         ("[server]\nport = 70000\n", {}, "server.port"),
-        ("", {"TMS_SERVER_PORT": "0"}, "TMS_SERVER_PORT"),
+        ("", {"TMS_SERVER_PORT": "-1"}, "TMS_SERVER_PORT"),
         ("[webhooks]\ntimeout_seconds = nan\n", {}, "webhooks.timeout_seconds"),
         ("[webhooks]\nbackoff_seconds = inf\n", {}, "webhooks.backoff_seconds"),
         ("", {"TMS_AI_TIMEOUT_SECONDS": "inf"}, "TMS_AI_TIMEOUT_SECONDS"),

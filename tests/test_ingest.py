@@ -26,7 +26,15 @@ def ingest(tenant: Tenant, body: Any, headers: dict[str, str] | None = None, gz:
 
 
 def results_of(tenant: Tenant, run_id: str) -> list[dict[str, Any]]:
-    return tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"]  # type: ignore[no-any-return]
+    """Every result of the run, following the pages as a client must."""
+    rows: list[dict[str, Any]] = []
+    while True:
+        response = tenant.api.get(f"/api/v1/runs/{run_id}/results", params={"limit": 5000, "offset": len(rows)})
+        assert response.status_code == 200, response.text
+        page = response.json()
+        rows += page["data"]
+        if not page["data"] or len(rows) >= page["pagination"]["total"]:
+            return rows
 
 
 def row_counts(tenant: Tenant) -> tuple[int, int, int]:
@@ -52,12 +60,14 @@ def test_ingest_creates_a_completed_run_with_linked_and_unlinked_results(tenant:
     response = ingest(tenant, body)
     assert response.status_code == 201, response.text
     answer = response.json()
-    assert answer == {"run_id": answer["run_id"], "accepted": 4, "rejected": 0, "errors": []}
+    assert answer == {"run_id": answer["run_id"], "accepted": 4, "rejected": 0, "errors": [],
+                      "result_ids": answer["result_ids"]}
     run = tenant.api.get(f"/api/v1/runs/{answer['run_id']}").json()["data"]
     assert (run["name"], run["environment"], run["status"], run["project_id"]) == (
         "CI #42", "staging", "COMPLETED", project["id"])
     assert run["counts"] == {"total": 4, "passed": 1, "failed": 2, "broken": 0, "skipped": 1, "unknown": 0}
     rows = results_of(tenant, answer["run_id"])
+    assert answer["result_ids"] == [r["id"] for r in rows]  # per item, in order: where each one landed
     assert [(r["test_case_code"], r["test_case_id"], r["title"], r["status"], r["framework"]) for r in rows] == [
         ("LOGIN-1", login["id"], login["title"], "PASSED", "pytest"),
         (pay["code"], pay["id"], "Pay", "FAILED", "playwright"),
@@ -105,7 +115,11 @@ def test_some_rejected_is_207_with_index_and_reason(tenant: Tenant, other_tenant
     assert sorted(errors) == [1, 2, 3, 5, 6, 7, 8]
     assert "NOPE-1" in errors[1] and "status" in errors[2] and "status" in errors[3] and "THEIRS-1" in errors[5]
     assert "unknown_field" in errors[7]
-    assert len(results_of(tenant, answer["run_id"])) == 2
+    stored = results_of(tenant, answer["run_id"])
+    assert len(stored) == 2
+    # rejected items have no result: null in their place
+    assert [i for i, rid in enumerate(answer["result_ids"]) if rid is None] == [1, 2, 3, 5, 6, 7, 8]
+    assert {rid for rid in answer["result_ids"] if rid} == {r["id"] for r in stored}
 
 
 def test_a_body_without_one_valid_item_is_400_and_creates_nothing(tenant: Tenant) -> None:
@@ -137,6 +151,7 @@ def test_duplicate_cases_in_one_report_upsert(tenant: Tenant) -> None:
     assert response.status_code == 201 and response.json()["accepted"] == 2
     rows = results_of(tenant, response.json()["run_id"])
     assert [r["status"] for r in rows] == ["PASSED"]
+    assert response.json()["result_ids"] == [rows[0]["id"], rows[0]["id"]]  # both items landed in one result
     run = tenant.api.get(f"/api/v1/runs/{response.json()['run_id']}").json()["data"]
     assert run["counts"]["total"] == 1 and run["counts"]["passed"] == 1
 

@@ -27,6 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 TOKEN = "svc_abcd1234_" + "S3cretS3cretS3cretS3cretS3cretS3cret"
+PROJECT = "cfakeproject0000000000001"  # shaped like a project id: sent without a lookup
 
 
 @dataclass
@@ -44,10 +45,13 @@ class Recorded:
 
 @dataclass
 class FakeService:
-    """Answers POST /api/v1/ingest from `script` (then 201), GET /api/v1/cases/{code} from `known`."""
+    """Answers POST /api/v1/ingest from `script` (then 201), GET /api/v1/cases/{code} from `known`,
+    GET /api/v1/projects from `projects` (or with `projects_status`)."""
 
     script: list[Any] = field(default_factory=list)
     known: set[str] = field(default_factory=set)
+    projects: list[dict[str, str]] = field(default_factory=list)
+    projects_status: int = 200
     requests: list[Recorded] = field(default_factory=list)
     url: str = ""
 
@@ -59,6 +63,9 @@ class FakeService:
         if handler.command == "GET" and handler.path.startswith("/api/v1/cases/"):
             code = handler.path.rsplit("/", 1)[-1]
             self.send(handler, 200 if code in self.known else 404, {"data": {"code": code}})
+            return
+        if handler.command == "GET" and handler.path == "/api/v1/projects":
+            self.send(handler, self.projects_status, {"data": self.projects})
             return
         step = self.script.pop(0) if self.script else (201, {}, None)
         if step == "drop":  # a connection that dies before any answer
@@ -138,7 +145,7 @@ FAST = ("--retry-backoff", "0.01")
 
 
 def test_one_gzip_request_with_idempotency_key_and_a_summary(fake: FakeService) -> None:
-    run = tms_ingest(PYTEST, str(REPORTS / "cucumber" / "cucumber-js.json"), "--project", "p1",
+    run = tms_ingest(PYTEST, str(REPORTS / "cucumber" / "cucumber-js.json"), "--project", PROJECT,
                      "--run-name", "CI #42", "--environment", "staging", "--framework", "ci-default", url=fake.url)
     assert run.code == 0, run.err
     [request] = fake.requests
@@ -149,7 +156,7 @@ def test_one_gzip_request_with_idempotency_key_and_a_summary(fake: FakeService) 
     assert uuid.UUID(request.headers["idempotency-key"]).version == 4
     body = request.json()
     assert {k: body[k] for k in ("project_id", "run_name", "environment", "framework")} == {
-        "project_id": "p1", "run_name": "CI #42", "environment": "staging", "framework": "ci-default",
+        "project_id": PROJECT, "run_name": "CI #42", "environment": "staging", "framework": "ci-default",
     }
     assert len(body["results"]) == 14  # 10 pytest + 4 cucumber-js (two outline rows share SHOP-11)
     # the report's own framework overrides the default per result
@@ -164,7 +171,7 @@ def test_one_gzip_request_with_idempotency_key_and_a_summary(fake: FakeService) 
 
 def test_retries_dropped_connections_and_5xx_under_one_key(fake: FakeService) -> None:
     fake.script = ["drop", (503, {}, {"title": "Service Unavailable"}), (500, {}, {}), (201, {}, None)]
-    run = tms_ingest(PYTEST, "--project", "p1", *FAST, url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, *FAST, url=fake.url)
     assert run.code == 0, run.err
     assert len(fake.ingests) == 4
     assert len({r.headers["idempotency-key"] for r in fake.ingests}) == 1
@@ -173,7 +180,7 @@ def test_retries_dropped_connections_and_5xx_under_one_key(fake: FakeService) ->
 
 def test_429_waits_for_retry_after(fake: FakeService) -> None:
     fake.script = [(429, {"Retry-After": "1"}, {"title": "Too Many Requests"}), (201, {}, None)]
-    run = tms_ingest(PYTEST, "--project", "p1", "--retry-backoff", "0", url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--retry-backoff", "0", url=fake.url)
     assert run.code == 0, run.err
     first, second = fake.ingests
     assert second.at - first.at >= 0.95  # the backoff alone would have been 0
@@ -182,7 +189,7 @@ def test_429_waits_for_retry_after(fake: FakeService) -> None:
 
 def test_gives_up_after_the_retries_with_exit_4(fake: FakeService) -> None:
     fake.script = [(502, {}, {"title": "Bad Gateway"})] * 3
-    run = tms_ingest(PYTEST, "--project", "p1", "--retries", "2", *FAST, url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--retries", "2", *FAST, url=fake.url)
     assert run.code == 4
     assert len(fake.ingests) == 3
     assert "HTTP 502 Bad Gateway (after 3 attempts)" in run.err
@@ -194,20 +201,20 @@ def test_unreachable_service_exit_4() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    run = tms_ingest(PYTEST, "--project", "p1", "--retries", "1", *FAST, url=f"http://127.0.0.1:{port}")
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--retries", "1", *FAST, url=f"http://127.0.0.1:{port}")
     assert run.code == 4
     assert "could not deliver" in run.err and "ConnectError" in run.err
 
 
 @pytest.mark.parametrize(("status", "hint"), [
-    (401, "check TMS_TOKEN"), (403, "write scope"), (404, "no project 'p1'"), (400, None), (413, "split"),
+    (401, "check TMS_TOKEN"), (403, "write scope"), (404, f"no project {PROJECT!r}"), (400, None), (413, "split"),
 ])
 def test_4xx_is_never_retried(fake: FakeService, status: int, hint: str | None) -> None:
     problem = {"type": "about:blank", "title": "Refused", "status": status,
                "detail": f"token {TOKEN} is not welcome",  # a careless server echo is redacted too
                "errors": [{"field": "project_id", "message": "unknown"}]}
     fake.script = [(status, {}, problem)]
-    run = tms_ingest(PYTEST, "--project", "p1", *FAST, url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, *FAST, url=fake.url)
     assert run.code == 1
     assert len(fake.ingests) == 1
     assert f"HTTP {status} Refused: token *** is not welcome" in run.err
@@ -218,7 +225,7 @@ def test_4xx_is_never_retried(fake: FakeService, status: int, hint: str | None) 
 
 def test_a_redirect_is_not_followed_with_the_token(fake: FakeService) -> None:
     fake.script = [(308, {"Location": "https://tms.example.com/api/v1/ingest"}, {})]
-    run = tms_ingest(PYTEST, "--project", "p1", url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, url=fake.url)
     assert run.code == 1 and len(fake.requests) == 1
     assert "HTTP 308" in run.err and "Location: https://tms.example.com/api/v1/ingest" in run.err
 
@@ -229,16 +236,16 @@ def test_207_lists_each_rejected_test_by_title(fake: FakeService) -> None:
         {"index": 2, "error": "unknown test_case_code 'SHOP-3'"},
     ]}
     fake.script = [(207, {}, answer)]
-    run = tms_ingest(PYTEST, "--project", "p1", url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, url=fake.url)
     assert run.code == 0
     assert "10 results: 8 accepted, 2 rejected" in run.out
     assert ("#1 pytest > sample_checkout > test_logout_service_property [SHOP-2]: unknown test_case_code 'SHOP-2'"
             in run.out)
-    assert "#2 pytest > sample_checkout > test_pay[] [SHOP-3]: unknown test_case_code 'SHOP-3'" in run.out
+    assert "#2 pytest > sample_checkout > test_pay [SHOP-3]: unknown test_case_code 'SHOP-3'" in run.out
     assert "warning: 2 result(s) rejected" in run.err
 
     fake.script = [(207, {}, answer)]
-    strict = tms_ingest(PYTEST, "--project", "p1", "--strict", "--json", url=fake.url)
+    strict = tms_ingest(PYTEST, "--project", PROJECT, "--strict", "--json", url=fake.url)
     assert strict.code == 3
     summary = json.loads(strict.out)
     assert summary["run_id"] == "run9" and summary["url"] == f"{fake.url}/runs/run9"
@@ -250,7 +257,7 @@ def test_207_lists_each_rejected_test_by_title(fake: FakeService) -> None:
 
 
 def test_flaky_tests_are_counted_in_the_summary(fake: FakeService) -> None:
-    run = tms_ingest(str(REPORTS / "surefire"), str(REPORTS / "go"), "--project", "p1", "--json", url=fake.url)
+    run = tms_ingest(str(REPORTS / "surefire"), str(REPORTS / "go"), "--project", PROJECT, "--json", url=fake.url)
     assert run.code == 0, run.err
     summary = json.loads(run.out)
     assert summary["flaky"] == 2 and summary["tests"] == 17
@@ -259,14 +266,14 @@ def test_flaky_tests_are_counted_in_the_summary(fake: FakeService) -> None:
 
 
 @pytest.mark.parametrize(("args", "env_url", "token", "message"), [
-    ((PYTEST, "--project", "p1"), None, TOKEN, "no service URL"),
-    ((PYTEST, "--project", "p1"), "http://127.0.0.1:9", None, "no API token"),
-    ((PYTEST, "--project", "p1"), "ftp://example", TOKEN, "must be an http(s) URL"),
-    (("missing.xml", "--project", "p1"), "http://127.0.0.1:9", TOKEN, "missing.xml: no such file"),
-    (("tests/fixtures/reports/nothing-*.xml", "--project", "p1"), "http://127.0.0.1:9", TOKEN, "no report file"),
+    ((PYTEST, "--project", PROJECT), None, TOKEN, "no service URL"),
+    ((PYTEST, "--project", PROJECT), "http://127.0.0.1:9", None, "no API token"),
+    ((PYTEST, "--project", PROJECT), "ftp://example", TOKEN, "must be an http(s) URL"),
+    (("missing.xml", "--project", PROJECT), "http://127.0.0.1:9", TOKEN, "missing.xml: no such file"),
+    (("tests/fixtures/reports/nothing-*.xml", "--project", PROJECT), "http://127.0.0.1:9", TOKEN, "no report file"),
     ((PYTEST, "--project", " "), "http://127.0.0.1:9", TOKEN, "--project must name"),
     ((PYTEST,), "http://127.0.0.1:9", TOKEN, "--project"),
-    ((PYTEST, "--project", "p1"), "http://127.0.0.1:9", TOKEN + " x", "characters a token never has"),
+    ((PYTEST, "--project", PROJECT), "http://127.0.0.1:9", TOKEN + " x", "characters a token never has"),
 ])
 def test_usage_errors_exit_2(args: tuple[str, ...], env_url: str | None, token: str | None, message: str) -> None:
     run = tms_ingest(*args, url=env_url, token=token)
@@ -275,19 +282,30 @@ def test_usage_errors_exit_2(args: tuple[str, ...], env_url: str | None, token: 
 
 
 def test_token_flag_works_and_is_never_printed(fake: FakeService) -> None:
-    run = tms_ingest(PYTEST, "--project", "p1", "--verbose", "--url", fake.url, "--token", TOKEN, token=None)
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--verbose", "--url", fake.url, "--token", TOKEN, token=None)
     assert run.code == 0, run.err
     assert fake.ingests[0].headers["authorization"] == f"Bearer {TOKEN}"
     assert "Idempotency-Key" in run.err and "attempt 1" in run.err  # verbose tells the requests
 
 
-def test_malformed_report_names_the_file_and_line(tmp_path: Path, fake: FakeService) -> None:
+def test_malformed_report_names_the_file_and_line_and_strict_sends_nothing(tmp_path: Path, fake: FakeService) -> None:
     bad = tmp_path / "broken.xml"
     bad.write_text('<testsuite name="s">\n  <testcase name="a">\n</testsuite>\n')
-    run = tms_ingest(PYTEST, str(bad), "--project", "p1", url=fake.url)
+    run = tms_ingest(PYTEST, str(bad), "--project", PROJECT, "--strict", url=fake.url)
     assert run.code == 1
-    assert f"{bad}:3: malformed XML" in run.err
+    assert f"{bad}:3: malformed XML" in run.err and "nothing was sent (--strict)" in run.err
     assert fake.requests == []  # nothing half-sent
+
+
+def test_a_bad_report_does_not_hide_the_others(tmp_path: Path, fake: FakeService) -> None:
+    bad = tmp_path / "broken.xml"
+    bad.write_text('<testsuite name="s">\n  <testcase name="a">\n</testsuite>\n')
+    run = tms_ingest(PYTEST, str(bad), "--project", PROJECT, "--json", url=fake.url)
+    assert run.code == 1  # the job still fails: a report was unreadable
+    assert f"{bad}:3: malformed XML" in run.err and "the run holds the results of the others" in run.err
+    assert len(fake.ingests[0].json()["results"]) == 10  # the good report was sent
+    summary = json.loads(run.out)
+    assert summary["unreadable"] == [{"file": str(bad), "line": 3, "reason": summary["unreadable"][0]["reason"]}]
 
 
 def test_xml_bomb_is_refused_cleanly(tmp_path: Path, fake: FakeService) -> None:
@@ -296,7 +314,7 @@ def test_xml_bomb_is_refused_cleanly(tmp_path: Path, fake: FakeService) -> None:
     bomb = tmp_path / "bomb.xml"
     bomb.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE t [{"".join(levels)}]>\n'
                     '<testsuite name="&a9;"><testcase name="x"/></testsuite>\n')
-    run = tms_ingest(str(bomb), "--project", "p1", url=fake.url, timeout=30)
+    run = tms_ingest(str(bomb), "--project", PROJECT, url=fake.url, timeout=30)
     assert run.code == 1
     assert str(bomb) in run.err and "possible XML bomb" in run.err
     assert "Traceback" not in run.err
@@ -306,7 +324,7 @@ def test_xml_bomb_is_refused_cleanly(tmp_path: Path, fake: FakeService) -> None:
 def test_a_report_without_tests_is_an_error(tmp_path: Path, fake: FakeService) -> None:
     empty = tmp_path / "empty.xml"
     empty.write_text("<testsuites/>")
-    run = tms_ingest(str(empty), "--project", "p1", url=fake.url)
+    run = tms_ingest(str(empty), "--project", PROJECT, url=fake.url)
     assert run.code == 1 and "no test found" in run.err
 
 
@@ -314,21 +332,21 @@ def test_directory_skips_files_that_are_not_reports(tmp_path: Path, fake: FakeSe
     (tmp_path / "package.json").write_text('{"name": "x"}')
     (tmp_path / "pom.xml").write_text("<project/>")
     (tmp_path / "junit.xml").write_bytes(Path(PYTEST).read_bytes())
-    run = tms_ingest(str(tmp_path), "--project", "p1", "-v", url=fake.url)
+    run = tms_ingest(str(tmp_path), "--project", PROJECT, "-v", url=fake.url)
     assert run.code == 0, run.err
     assert "skipped" in run.err and "pom.xml" in run.err
     assert len(fake.ingests[0].json()["results"]) == 10
 
 
 def test_dry_run_sends_nothing_and_needs_no_service() -> None:
-    run = tms_ingest(PYTEST, "--project", "p1", "--dry-run", token=None)
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--dry-run", token=None)
     assert run.code == 0, run.err
     lines = run.out.splitlines()
     assert lines[0].split() == ["PASSED", "-", "pytest", ">", "sample_checkout", ">", "test_login_works"]
     assert lines[1].startswith("PASSED   SHOP-2")
-    assert "nothing was sent" in lines[-1] and "10 results for project p1" in lines[-1]
+    assert "nothing was sent" in lines[-1] and f"10 results for project {PROJECT}" in lines[-1]
 
-    as_json = tms_ingest(PYTEST, "--project", "p1", "--dry-run", "--json", "--framework", "x", token=None)
+    as_json = tms_ingest(PYTEST, "--project", PROJECT, "--dry-run", "--json", "--framework", "x", token=None)
     data = json.loads(as_json.out)
     assert data["dry_run"] is True and data["unknown_codes"] is None
     assert data["payload"]["framework"] == "x" and len(data["payload"]["results"]) == 10
@@ -336,7 +354,7 @@ def test_dry_run_sends_nothing_and_needs_no_service() -> None:
 
 def test_dry_run_with_a_token_lists_unknown_codes(fake: FakeService) -> None:
     fake.known = {"SHOP-2", "SHOP-4"}
-    run = tms_ingest(PYTEST, "--project", "p1", "--dry-run", url=fake.url)
+    run = tms_ingest(PYTEST, "--project", PROJECT, "--dry-run", url=fake.url)
     assert run.code == 0, run.err
     assert "unknown case codes (would be rejected): SHOP-3" in run.out
     assert fake.ingests == []
@@ -346,7 +364,7 @@ def test_dry_run_with_a_token_lists_unknown_codes(fake: FakeService) -> None:
 def test_results_without_a_detected_framework_take_the_default(tmp_path: Path, fake: FakeService) -> None:
     plain = tmp_path / "plain.xml"
     plain.write_text('<testsuite name="S"><testcase name="a" classname="C" time="2"/></testsuite>')
-    run = tms_ingest(str(plain), "--project", "p1", "--framework", "custom", url=fake.url)
+    run = tms_ingest(str(plain), "--project", PROJECT, "--framework", "custom", url=fake.url)
     assert run.code == 0, run.err
     body = fake.ingests[0].json()
     assert body["framework"] == "custom"
@@ -358,7 +376,7 @@ def test_progress_line_only_on_a_terminal(fake: FakeService) -> None:
 
     leader, follower = pty.openpty()
     env = {**os.environ, "TMS_URL": fake.url, "TMS_TOKEN": TOKEN}
-    process = subprocess.Popen([sys.executable, "-m", "tms", "ingest", PYTEST, "--project", "p1"], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, "-m", "tms", "ingest", PYTEST, "--project", PROJECT], cwd=ROOT,
                                env=env, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)
     os.close(follower)
     out, _ = process.communicate(timeout=60)
@@ -391,3 +409,41 @@ def test_every_ingest_option_and_exit_code_is_documented() -> None:
                 assert f"`{option}" in docs, f"{option} is not in docs/reporter.md"
     for code in range(5):
         assert f"\n| {code} | " in docs, f"exit status {code} is not in docs/reporter.md"
+
+
+def test_attachments_are_named_when_the_service_gives_no_result_ids(fake: FakeService) -> None:
+    report = ROOT / "tests" / "fixtures" / "playwright" / "playwright.json"
+    run = tms_ingest(str(report), "--project", PROJECT, url=fake.url)
+    assert run.code == 0, run.err  # skipped attachments never fail the job: the results are stored
+    assert [r.path for r in fake.requests] == ["/api/v1/ingest"]  # nothing uploaded blind
+    assert "attachments: 0 uploaded, 20 skipped" in run.out
+    assert "trace.zip: the service's answer names no result ids (an older service)" in run.out
+
+
+def test_project_by_name_is_looked_up_and_an_id_is_sent_as_is(fake: FakeService) -> None:
+    fake.projects = [{"id": "cweb0000000000000000shop1", "name": "Web shop"},
+                     {"id": "capp00000000000000000app1", "name": "App"}]
+    run = tms_ingest(PYTEST, "--project", "Web shop", url=fake.url)
+    assert run.code == 0, run.err
+    assert [r.path for r in fake.requests] == ["/api/v1/projects", "/api/v1/ingest"]
+    assert fake.ingests[0].json()["project_id"] == "cweb0000000000000000shop1"
+    fake.requests.clear()
+    assert tms_ingest(PYTEST, "--project", "web SHOP", url=fake.url).code == 0  # any case, when unambiguous
+    assert fake.ingests[0].json()["project_id"] == "cweb0000000000000000shop1"
+    fake.requests.clear()
+    assert tms_ingest(PYTEST, "--project", PROJECT, url=fake.url).code == 0
+    assert [r.path for r in fake.requests] == ["/api/v1/ingest"]  # an id needs no lookup (nor read scope)
+
+
+def test_unknown_or_ambiguous_project_name_is_refused_before_sending(fake: FakeService) -> None:
+    fake.projects = [{"id": "ca00000000000000000000001", "name": "Twin"},
+                     {"id": "ca00000000000000000000002", "name": "Twin"}]
+    unknown = tms_ingest(PYTEST, "--project", "Nope", url=fake.url)
+    assert unknown.code == 1 and "no project has the id or name 'Nope'" in unknown.err and "'Twin'" in unknown.err
+    twins = tms_ingest(PYTEST, "--project", "Twin", url=fake.url)
+    assert twins.code == 1 and "several projects are named 'Twin'" in twins.err
+    assert "ca00000000000000000000001" in twins.err
+    fake.projects_status = 403
+    write_only = tms_ingest(PYTEST, "--project", "Twin", url=fake.url)
+    assert write_only.code == 1 and "read scope" in write_only.err
+    assert fake.ingests == []

@@ -50,7 +50,7 @@ def test_reports_of_three_frameworks_become_one_run(tenant: Tenant) -> None:
     summary = json.loads(done.stdout)
     assert summary["results"] == 22 and summary["rejected"] == 1 and summary["accepted"] == 21
     [error] = summary["errors"]
-    assert error["test_case_code"] == "SHOP-3" and error["title"] == "pytest > sample_checkout > test_pay[]"
+    assert error["test_case_code"] == "SHOP-3" and error["title"] == "pytest > sample_checkout > test_pay"
     assert "SHOP-3" in error["error"]
     assert summary["url"] == f"{tenant.server.url}/runs/{summary['run_id']}"
     assert "1 result(s) rejected" in done.stderr
@@ -98,12 +98,22 @@ def test_everything_unlinked_is_accepted_with_framework_default(tenant: Tenant) 
 
 
 def test_unknown_project_and_read_only_token_are_refused(tenant: Tenant) -> None:
-    done = ingest(tenant, str(REPORTS / "node" / "junit.xml"), "--project", "nope")
+    done = ingest(tenant, str(REPORTS / "node" / "junit.xml"), "--project", "c" + "0" * 24)
     assert done.returncode == 1 and "HTTP 404" in done.stderr
+    by_name = ingest(tenant, str(REPORTS / "node" / "junit.xml"), "--project", "nope")
+    assert by_name.returncode == 1 and "no project has the id or name 'nope'" in by_name.stderr
     project = tenant.create_project()
     read_only = ingest(tenant, str(REPORTS / "node" / "junit.xml"), "--project", project["id"],
                        token=tenant.read_token)
     assert read_only.returncode == 1 and "HTTP 403" in read_only.stderr and "write scope" in read_only.stderr
+
+
+def test_project_may_be_named_instead_of_its_id(tenant: Tenant) -> None:
+    project = tenant.create_project("Web shop")
+    done = ingest(tenant, str(REPORTS / "node" / "junit.xml"), "--project", "Web shop", "--json")
+    assert done.returncode == 0, done.stderr
+    run = tenant.api.get(f"/api/v1/runs/{json.loads(done.stdout)['run_id']}").json()["data"]
+    assert run["project_id"] == project["id"]
 
 
 def test_dry_run_asks_the_service_which_codes_it_knows(tenant: Tenant) -> None:

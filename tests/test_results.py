@@ -46,7 +46,8 @@ def test_all_accepted_is_201_with_every_field_stored(setup) -> None:
     rows = listed(tenant, run)
     assert set(rows[0]) == {"id", "test_case_id", "test_case_code", "title", "status", "comment", "bug_ticket_key",
                             "bug_ticket_url", "duration_ms", "framework", "error_message", "error_stack",
-                            "executed_at", "created_at", "updated_at", "attachments", "fingerprint"}
+                            "executed_at", "created_at", "updated_at", "attachments", "case_version", "assignee_id",
+                            "step_results", "fingerprint"}
     assert {k: rows[0][k] for k in ALL_FIELDS} == ALL_FIELDS
     assert (rows[0]["test_case_id"], rows[0]["test_case_code"], rows[0]["title"]) == (
         cases[0]["id"], cases[0]["code"], "Case 0")
@@ -226,3 +227,28 @@ def test_a_big_batch_is_decoded_off_the_event_loop_just_the_same(setup) -> None:
     assert response.status_code == 207, response.text[:300]
     assert (response.json()["accepted"], response.json()["rejected"]) == (8, 1)
     assert sorted(r["test_case_code"] for r in listed(tenant, run)) == sorted(c["code"] for c in cases)
+
+
+def test_results_list_is_paginated_linked_first_then_unlinked(tenant: Tenant) -> None:
+    project = tenant.create_project()
+    cases = [new_case(tenant, title=f"Paged {i}") for i in range(3)]
+    items = [{"test_case_code": case["code"], "status": "PASSED"} for case in cases]
+    items += [{"title": f"unlinked {i}", "status": "FAILED"} for i in range(4)]
+    run_id = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": items}).json()["run_id"]
+    url = f"/api/v1/runs/{run_id}/results"
+    reader = tenant.client("read")
+    whole = reader.get(url).json()
+    assert whole["pagination"] == {"total": 7, "limit": 500, "offset": 0}
+    assert [r["title"] for r in whole["data"]] == [c["title"] for c in cases] + [f"unlinked {i}" for i in range(4)]
+    pages = [reader.get(url, params={"limit": 2, "offset": offset}).json() for offset in (0, 2, 4, 6)]
+    assert [p["pagination"] for p in pages] == [{"total": 7, "limit": 2, "offset": o} for o in (0, 2, 4, 6)]
+    assert [r for p in pages for r in p["data"]] == whole["data"]  # every field, the same rows, in order
+    assert set(whole["data"][0]) == {
+        "id", "test_case_id", "test_case_code", "title", "status", "comment", "bug_ticket_key", "bug_ticket_url",
+        "duration_ms", "framework", "error_message", "error_stack", "executed_at", "created_at", "updated_at",
+        "attachments"}
+    beyond = reader.get(url, params={"offset": 7}).json()
+    assert beyond["data"] == [] and beyond["pagination"]["total"] == 7
+    assert reader.get(url, params={"limit": 100_000}).json()["pagination"]["limit"] == 5000
+    assert_problem(reader.get(url, params={"limit": 0}), 400)
+    assert_problem(reader.get(url, params={"offset": -1}), 400)

@@ -38,6 +38,11 @@ class Owned:
     generation: str
     known_issue: str = ""
     quarantine: str = ""
+    member: str = ""
+    invitation: str = ""
+    section: str = ""
+    milestone: str = ""
+    plan: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -75,9 +80,21 @@ def _owned_resources(victim: Tenant) -> Owned:
             "INSERT INTO ai_generations (id, tenant_id, project_id, month, model, drafts, created_at, status, "
             "requirement, options, drafts_json) VALUES (?, ?, ?, '2026-01', 'm', 1, ?, 'done', 'r', '{}', ?)",
             (generation, victim.id, project, now_iso(), json.dumps([{"title": "t", "gherkin": "Feature: F"}])))
+    invited = web.post("/settings/team/invite", data={"email": f"invitee-{victim.id}@example.com", "role": "tester",
+                                                      "_csrf_token": web.cookies.get("csrftoken", "")})
+    assert invited.status_code == 303, invited.text
+    member = conn.execute("SELECT id FROM users WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
+    invitation = conn.execute("SELECT id FROM user_links WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
     conn.close()
+    milestone = api.post("/api/v1/milestones", json={"project_id": project, "name": "Secret milestone"})
+    assert milestone.status_code == 201, milestone.text
+    plan = api.post("/api/v1/plans", json={"project_id": project, "name": "Secret plan", "case_ids": [case["id"]]})
+    assert plan.status_code == 201, plan.text
     owned = Owned(project, case["id"], case["code"], run, linked["id"], unlinked["id"],
-                  upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation)
+                 upload.json()["data"][0]["id"], subscription_id, deliveries[0]["id"], integration, token, generation,
+                 milestone=milestone.json()["data"]["id"], plan=plan.json()["data"]["id"],
+                  member=member, invitation=invitation)
+    owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
@@ -106,6 +123,26 @@ API_ROUTES = [
     ("PATCH", "/api/v1/known-issues/{known_issue}", {"note": "stolen"}),
     ("DELETE", "/api/v1/known-issues/{known_issue}", None),
     ("DELETE", "/api/v1/quarantine/{quarantine}", None),
+    ("GET", "/api/v1/cases/{case_id}/versions", None),
+    ("GET", "/api/v1/cases/{case_code}/versions", None),
+    ("GET", "/api/v1/sections/{section}", None),
+    ("PATCH", "/api/v1/sections/{section}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/sections/{section}", None),
+    ("GET", "/api/v1/projects/{project}", None),
+    ("PATCH", "/api/v1/projects/{project}", {"archived": True}),
+    ("GET", "/api/v1/milestones/{milestone}", None),
+    ("PATCH", "/api/v1/milestones/{milestone}", {"status": "COMPLETED"}),
+    ("DELETE", "/api/v1/milestones/{milestone}", None),
+    ("GET", "/api/v1/plans/{plan}", None),
+    ("PATCH", "/api/v1/plans/{plan}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/plans/{plan}", None),
+    ("POST", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("DELETE", "/api/v1/runs/{run}/cases", {"case_ids": ["TC-1"]}),
+    ("GET", "/api/v1/results/{result}", None),
+    ("GET", "/api/v1/results/{unlinked_result}", None),
+    ("PATCH", "/api/v1/results/{result}", {"comment": "stolen"}),
+    ("PATCH", "/api/v1/results/{unlinked_result}", {"comment": "stolen"}),
+    ("POST", "/api/v1/runs/{run}/assign", {"result_ids": ["{result}"], "assignee_id": None}),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -113,6 +150,8 @@ SESSION_API_ROUTES = [
     ("GET", "/api/webhooks/{subscription}/deliveries", None),
     ("POST", "/api/webhooks/{subscription}/deliveries/{delivery}/redeliver", None),
     ("POST", "/api/webhooks/{subscription}/ping", None),
+    ("POST", "/api/results/{result}/attachments", "file"),
+    ("POST", "/api/results/{unlinked_result}/attachments", "file"),
 ]
 WEB_ROUTES = [
     ("GET", "/ai/generations/{generation}", None),
@@ -135,6 +174,11 @@ WEB_ROUTES = [
     ("POST", "/settings/webhooks/{subscription}/delete", {}),
     ("POST", "/settings/webhooks/{subscription}/ping", {}),
     ("POST", "/settings/webhooks/{subscription}/deliveries/{delivery}/redeliver", {}),
+    ("GET", "/cases/{case_code}/versions", None),
+    ("POST", "/cases/{case_code}/move", {"section_id": ""}),
+    ("GET", "/cases/sections/{section}", None),
+    ("POST", "/cases/sections/{section}", {"name": "stolen", "position": "0"}),
+    ("POST", "/cases/sections/{section}/delete", {}),
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
@@ -142,6 +186,27 @@ WEB_ROUTES = [
     ("POST", "/known-issues/{known_issue}/status", {"status": "CLOSED"}),
     ("POST", "/known-issues/{known_issue}/delete", {}),
     ("POST", "/quarantine/{quarantine}/delete", {}),
+    ("GET", "/projects/{project}/edit", None),
+    ("POST", "/projects/{project}/edit", {"name": "stolen"}),
+    ("POST", "/projects/{project}/archive", {}),
+    ("POST", "/projects/{project}/unarchive", {}),
+    ("POST", "/projects/{project}/delete", {"confirm_name": "Victim project"}),
+    ("GET", "/milestones/{milestone}", None),
+    ("POST", "/milestones/{milestone}/edit", {"name": "stolen"}),
+    ("POST", "/milestones/{milestone}/status", {"status": "COMPLETED"}),
+    ("POST", "/milestones/{milestone}/delete", {}),
+    ("GET", "/plans/{plan}", None),
+    ("POST", "/plans/{plan}/edit", {"name": "stolen"}),
+    ("POST", "/plans/{plan}/delete", {}),
+    ("GET", "/runs/{run}/add", None),
+    ("POST", "/runs/{run}/add", {"case_ids": "x"}),
+    ("POST", "/runs/{run}/bulk", {"result_ids": "{result}", "action": "assign"}),
+    ("GET", "/results/{result}/execute", None),
+    ("POST", "/results/{result}/execute", {"status": "PASSED"}),
+    ("POST", "/settings/team/{member}/role", {"role": "viewer"}),
+    ("POST", "/settings/team/{member}/active", {"active": "0"}),
+    ("POST", "/settings/team/{member}/reset", {}),
+    ("POST", "/settings/team/invitations/{invitation}/revoke", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {
@@ -149,6 +214,8 @@ NOT_TENANT_SCOPED = {
     "/schema/{path:str}": "OpenAPI documents",
     "/api/integrations/{integration_id:str}": "tracker webhook: authenticated by the integration's own secret "
                                               "(tested in test_integrations.py)",
+    "/invitations/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
+    "/password-reset/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
 }
 
 
@@ -198,6 +265,13 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
     assert victim.api.get(f"/api/v1/runs/{owned.run}").json()["data"]["name"] != "stolen"
     assert victim.api.get(f"/api/v1/attachments/{owned.attachment}").status_code == 200
     assert victim.web().get("/api/webhooks").json()["data"][0]["active"] is True
+    assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["archived"] is False
+    assert victim.api.get(f"/api/v1/milestones/{owned.milestone}").json()["data"]["status"] == "OPEN"
+    assert victim.api.get(f"/api/v1/plans/{owned.plan}").json()["data"]["name"] == "Secret plan"
+    for path in ("/api/v1/milestones", "/api/v1/plans"):
+        assert attacker.api.get(path).json()["data"] == [], path
+    assert attacker.api.get("/api/v1/runs", params={"plan_id": owned.plan}).json()["data"] == []
+    assert attacker.api.get("/api/v1/runs", params={"milestone_id": owned.milestone}).json()["data"] == []
     for path in ("/api/v1/projects", "/api/v1/cases", "/api/v1/runs"):
         assert attacker.api.get(path).json()["data"] == [], path
     assert attacker.web().get("/api/webhooks").json()["data"] == []
@@ -212,16 +286,33 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
         ("/api/v1/runs", {"project_id": "{project}", "name": "r"}),
         ("/api/v1/runs", {"project_id": "{own_project}", "name": "r", "test_case_ids": ["{case_id}"]}),
         ("/api/v1/ingest", {"project_id": "{project}", "results": [{"title": "t", "status": "PASSED"}]}),
+        ("/api/v1/cases", {"title": "t", "bdd_content": "Feature: F\n  Scenario: S\n", "section_id": "{section}"}),
+        ("/api/v1/sections", {"project_id": "{project}", "name": "x"}),
+        ("/api/v1/sections", {"project_id": "{own_project}", "name": "x", "parent_id": "{section}"}),
+        ("/api/v1/milestones", {"project_id": "{project}", "name": "m"}),
+        ("/api/v1/plans", {"project_id": "{project}", "name": "p", "tags": ["x"]}),
+        ("/api/v1/plans", {"project_id": "{own_project}", "name": "p", "case_ids": ["{case_id}"]}),
     ],
 )
 def test_another_tenants_project_or_case_cannot_be_referenced(two_tenants, path: str, body: dict) -> None:
     _, attacker, owned = two_tenants
     own_project = attacker.create_project("Own")["id"]
     filled = json.loads(json.dumps(body).replace("{own_project}", own_project).replace("{project}", owned.project)
-                        .replace("{case_id}", owned.case_id))
+                        .replace("{case_id}", owned.case_id).replace("{section}", owned.section))
     response = attacker.api.post(path, json=filled)
     assert response.status_code in (400, 404), response.text
     assert owned.project not in response.text or "not found" in response.text.lower()
+
+
+def test_another_tenants_library_cannot_be_exported_or_imported_into(two_tenants) -> None:
+    _, attacker, owned = two_tenants
+    assert attacker.api.get("/api/v1/cases/export", params={"project_id": owned.project}).status_code == 404
+    response = attacker.api.post("/api/v1/cases/import", params={"project_id": owned.project},
+                                 files={"file": ("c.csv", b"title,bdd_content\nt,x\n", "text/csv")})
+    assert response.status_code == 404
+    assert attacker.api.get("/api/v1/sections", params={"project_id": owned.project}).status_code == 404
+    assert attacker.api.get("/api/v1/cases", params={"section_id": owned.section}).json()["data"] == []
+    assert attacker.web().get(f"/cases/export?project_id={owned.project}").status_code in (303, 404)
 
 
 def test_ingest_cannot_link_another_tenants_case_code(two_tenants) -> None:
@@ -230,7 +321,9 @@ def test_ingest_cannot_link_another_tenants_case_code(two_tenants) -> None:
     response = attacker.api.post("/api/v1/ingest", json={
         "project_id": project, "results": [{"test_case_code": owned.case_code, "status": "PASSED"},
                                            {"test_case_id": owned.case_id, "status": "PASSED"}]})
-    if owned.case_code.startswith("TC-"):
+    if response.status_code == 400:  # neither item could be stored: a 400 naming both, nothing created
+        assert [error["field"] for error in response.json()["errors"]] == ["results[0]", "results[1]"]
+    elif owned.case_code.startswith("TC-"):
         # the attacker may own a TC-1 of its own; only the id reference is unambiguous
         assert response.json()["errors"][-1]["index"] == 1
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 
 from tests.conftest import Tenant
@@ -103,3 +105,17 @@ def test_every_form_post_needs_the_csrf_token(tenant: Tenant) -> None:
         assert web.post(path, data={"name": "x", "status": "COMPLETED"}).status_code == 403, path
     assert tenant.api.get(f"/api/v1/runs/{run['id']}").json()["data"]["status"] == "PENDING"
     assert tenant.api.get("/api/v1/projects").json()["data"][0]["active"] is False
+
+
+def test_projects_page_shows_each_project_id_and_a_ready_tms_ingest_line(tenant: Tenant) -> None:
+    project = tenant.create_project("Web shop")
+    page = tenant.web().get("/projects", headers=HTML)
+    assert page.status_code == 200
+    html = page.text
+    assert f'<code id="project-id-{project["id"]}">{project["id"]}</code>' in html
+    assert f'data-copy="project-id-{project["id"]}" aria-label="Copy the project id of Web shop"' in html
+    line = re.search(rf'<code id="ingest-line-{project["id"]}" class="secret">([^<]+)</code>', html)
+    assert line is not None
+    assert line.group(1) == f"tms ingest --url {tenant.server.url} --project {project['id']} reports/"
+    assert f'data-copy="ingest-line-{project["id"]}"' in html
+    assert "<script>" not in html  # the copy buttons are wired by /static/app.js, no inline script

@@ -128,3 +128,25 @@ def test_other_tenants_run_and_attachment_are_404(tenant: Tenant, other_tenant: 
     assert web.post(f"/runs/{run_id}/complete").status_code == 404
     assert web.get(f"/web/attachments/{attachment['id']}").status_code == 404
     assert "Nightly" not in web.get("/runs", headers=HTML).text
+
+
+def test_run_page_pages_linked_and_unlinked_results_apart(tenant: Tenant) -> None:
+    project = tenant.create_project("Big")
+    bodies = [{"title": f"Case {i:03d}", "bdd_content": FEATURE, "project_id": project["id"]} for i in range(205)]
+    codes = [tenant.api.post("/api/v1/cases", json=body).json()["data"]["code"] for body in bodies]
+    items = [{"test_case_code": code, "status": "PASSED"} for code in codes]
+    items += [{"title": f"loose {i:03d}", "status": "FAILED"} for i in range(203)]
+    run_id = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": items}).json()["run_id"]
+    web = tenant.web()
+    first = web.get(f"/runs/{run_id}", headers=HTML).text
+    linked, _, unlinked = first.partition('id="unlinked-title"')
+    assert linked.count('<tr class="result">') == 200 and unlinked.count('<tr class="result">') == 200
+    assert "Case 199" in linked and "Case 200" not in linked and "loose 199" in unlinked and "loose 200" not in unlinked
+    assert 'href="?unlinked_offset=200#unlinked-title"' in unlinked and 'href="?offset=200#results-title"' in linked
+    # each pager keeps the other section where it is
+    second = web.get(f"/runs/{run_id}?offset=200&unlinked_offset=200", headers=HTML).text
+    linked, _, unlinked = second.partition('id="unlinked-title"')
+    assert linked.count('<tr class="result">') == 5 and unlinked.count('<tr class="result">') == 3
+    assert "Case 204" in linked and "loose 202" in unlinked and "loose 199" not in unlinked
+    assert 'href="?offset=200&amp;unlinked_offset=0#unlinked-title"' in unlinked
+    assert 'href="?unlinked_offset=200&amp;offset=0#results-title"' in linked

@@ -108,7 +108,8 @@ def emit(server: ServerProcess, tenant_id: str, event: str, data: dict[str, Any]
 def test_create_list_update_delete_and_secret_is_write_only(wh_tenant: Tenant, receiver: Receiver) -> None:
     web = wh_tenant.web()
     created = subscribe(web, receiver.url, ["test_run.completed", "test_run_result.failed"], secret="s3cret")
-    assert set(created) == {"id", "url", "events", "active", "has_secret", "created_at", "updated_at"}
+    assert set(created) == {"id", "url", "events", "active", "has_secret", "format", "filters", "created_at",
+                            "updated_at"}
     assert created["url"] == receiver.url
     assert created["events"] == ["test_run.completed", "test_run_result.failed"]
     assert created["active"] is True and created["has_secret"] is True

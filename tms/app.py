@@ -14,7 +14,6 @@ from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.flash import FlashConfig, FlashPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -24,20 +23,27 @@ from litestar.template.config import TemplateConfig
 
 from tms import __version__
 from tms.api import attachments as attachments_api
+from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
+from tms.api import executions as executions_api
 from tms.api import failures as failures_api
 from tms.api import flaky as flaky_api
 from tms.api import ingest as ingest_api
 from tms.api import known_issues as known_issues_api
 from tms.api import me as me_api
+from tms.api import milestones as milestones_api
 from tms.api import operations as operations_api
+from tms.api import plans as plans_api
 from tms.api import projects as projects_api
 from tms.api import quarantine as quarantine_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
+from tms.api import sections as sections_api
+from tms.api import team as team_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.api.bodies import inflation_slots, strict_json_body
+from tms.api.openapi import JsonDocument
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
@@ -51,13 +57,19 @@ from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
+from tms.web import audit as web_audit
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
+from tms.web import execution as web_execution
 from tms.web import failures as web_failures
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
+from tms.web import library as web_library
+from tms.web import milestones as web_milestones
+from tms.web import plans as web_plans
 from tms.web import projects as web_projects
 from tms.web import runs as web_runs
+from tms.web import team as web_team
 from tms.web import tokens as web_tokens
 from tms.web import webhooks as web_webhooks
 from tms.web import webhooks_api
@@ -94,8 +106,15 @@ def _api_router() -> Router:
             runs_api.create_run,
             runs_api.get_run,
             runs_api.update_run,
+            runs_api.add_cases,
+            runs_api.remove_cases,
             results_api.list_results,
             results_api.post_results,
+            executions_api.get_result,
+            executions_api.update_result,
+            executions_api.assign_results,
+            team_api.list_users,
+            team_api.list_audit,
             ingest_api.ingest,
             retention_api.sweep,
             failures_api.run_failures,
@@ -109,6 +128,26 @@ def _api_router() -> Router:
             quarantine_api.create_quarantine,
             quarantine_api.delete_quarantine,
             flaky_api.list_flaky,
+            sections_api.list_sections,
+            sections_api.create_section,
+            sections_api.get_section,
+            sections_api.update_section,
+            sections_api.delete_section,
+            cases_api.list_versions,
+            case_io_api.export_cases,
+            case_io_api.import_cases,
+            projects_api.get_project,
+            projects_api.update_project,
+            milestones_api.list_milestones,
+            milestones_api.create_milestone,
+            milestones_api.get_milestone,
+            milestones_api.update_milestone,
+            milestones_api.delete_milestone,
+            plans_api.list_plans,
+            plans_api.create_plan,
+            plans_api.get_plan,
+            plans_api.update_plan,
+            plans_api.delete_plan,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -127,14 +166,23 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_tokens.router(),
+        web_library.router(),
         web_cases.router(),
         web_runs.router(),
+        web_execution.router(),
+        web_execution.upload_router(),
+        web_team.router(),
+        web_team.public_router(),
+        web_team.account_router(),
+        web_audit.router(),
         web_webhooks.router(),
         webhooks_api.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
         web_failures.router(),
+        web_milestones.router(),
+        web_plans.router(),
     ]
 
 
@@ -249,7 +297,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
                     )
                 }
             ),
-            render_plugins=[ApiReferencePlugin(), JsonRenderPlugin()],
+            render_plugins=[ApiReferencePlugin(), JsonDocument()],
         ),
         debug=False,
     )

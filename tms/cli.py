@@ -44,6 +44,8 @@ def _build_parser() -> argparse.ArgumentParser:
     password = user.add_mutually_exclusive_group(required=True)
     password.add_argument("--password")
     password.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    user.add_argument("--role", choices=("owner", "admin", "tester", "viewer"),
+                      help="the user's role (default admin; the tenant's first user is always its owner)")
     token = admin_commands.add_parser("create-token", help="create an API token; prints it on the last line")
     token.add_argument("--tenant", required=True, metavar="ID")
     token.add_argument("--name", required=True)
@@ -67,6 +69,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
     quarantine = commands.add_parser("quarantine", help="quarantined tests of a project (a client of the API)")
     add_quarantine_arguments(quarantine)
+    from tms.reporter.library import add_cases_arguments
+
+    cases = commands.add_parser("cases", help="export or import a project's test cases (CSV, TestRail XML)")
+    add_cases_arguments(cases)
+
+    from tms.reporter.runs import add_run_arguments
+
+    run = commands.add_parser("run", help="create a run for CI shards, and complete it after them")
+    add_run_arguments(run)
+
+    from tms.mcp.cli import add_mcp_arguments
+
+    mcp = commands.add_parser("mcp", help="MCP server on stdio: AI assistants read and write the library "
+                                          "through the API")
+    add_mcp_arguments(mcp)
     return parser
 
 
@@ -82,6 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         from tms.reporter.gate import run_quarantine
 
         return run_quarantine(args)
+    if args.command == "cases":
+        from tms.reporter.library import run_cases
+
+        return run_cases(args)
+    if args.command == "run":
+        from tms.reporter.runs import run_run
+
+        return run_run(args)
+    if args.command == "mcp":
+        # a client of the API like ingest: no server config, no database
+        from tms.mcp.cli import run_mcp
+
+        return run_mcp(args)
     try:
         config = load_config(find_config_file(args.config))
     except ConfigError as exc:
@@ -203,7 +233,8 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             print(_run_with_db(config, lambda db: _create_tenant(db, args.name)))
         elif args.admin_command == "create-user":
             password = sys.stdin.readline().rstrip("\r\n") if args.password_stdin else args.password
-            print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password)))
+            print(_run_with_db(config, lambda db: _create_user(db, args.tenant, args.email, password,
+                                                                     args.role)))
         elif args.admin_command == "create-token":
             print(_run_with_db(config, lambda db: _create_token(db, args.tenant, args.name, args.scopes)))
         elif args.admin_command == "set-tenant-status":
@@ -259,11 +290,13 @@ async def _create_tenant(db: Any, name: str) -> str:
     return await accounts.create_tenant(db, name)
 
 
-async def _create_user(db: Any, tenant_id: str, email: str, password: str) -> str:
+async def _create_user(db: Any, tenant_id: str, email: str, password: str, role: str | None) -> str:
     from tms.services import accounts
+    from tms.store import users as user_store
 
-    user_id = await accounts.create_user(db, tenant_id, email, password)
-    return f"created user {email} ({user_id})"
+    user_id = await accounts.create_user(db, tenant_id, email, password, role)
+    row = await user_store.get_user(db, user_id)
+    return f"created user {email} ({user_id}) with role {row['role'] if row else role}"
 
 
 async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:

@@ -42,7 +42,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("server", "host", "127.0.0.1", "Address to listen on."),
-    Setting("server", "port", 8080, "TCP port to listen on.", minimum=1, maximum=65535),
+    Setting("server", "port", 8080, "TCP port to listen on (0: any free port).", minimum=0, maximum=65535),
     Setting(
         "server",
         "base_url",
@@ -114,6 +114,13 @@ SETTINGS: tuple[Setting, ...] = (
             "stable again (AUTOMATED).", minimum=0.01, maximum=1),
     Setting("flaky", "runs", 30, "How many of a project's last runs flaky detection looks at.", minimum=2,
             maximum=200),
+    Setting("smtp", "host", "", "SMTP server that mails invitation links; empty = no mail (the link is shown "
+            "to the admin to hand over)."),
+    Setting("smtp", "port", 587, "SMTP port.", minimum=1, maximum=65535),
+    Setting("smtp", "username", "", "SMTP user name; empty = no login."),
+    Setting("smtp", "password", "", "SMTP password (never shown or logged)."),
+    Setting("smtp", "from", "", "Sender address of the mails, e.g. tms@example.com."),
+    Setting("smtp", "starttls", True, "Upgrade the SMTP connection with STARTTLS."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}

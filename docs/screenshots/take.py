@@ -105,7 +105,18 @@ def seed(server: ServerProcess, web: httpx.Client, api: httpx.Client) -> dict[st
     api.post("/api/v1/runs", json={"name": "Release 2.4 manual regression", "project_id": project_id,
                                    "test_case_ids": ["TC-1", "TC-2", "TC-4"]})
     web.post("/cases/TC-2/retest", data={"needs_retest": "true", "reason": "SHOP-42 was fixed"})
-    return {"run_id": run_id}
+    milestone = api.post("/api/v1/milestones", json={"project_id": project_id, "name": "Release 2.4",
+                                                     "due_on": "2026-12-15", "description": "Winter release"})
+    plan = api.post("/api/v1/plans", json={
+        "project_id": project_id, "name": "Release 2.4 regression", "milestone_id": milestone.json()["data"]["id"],
+        "tags": ["smoke"], "case_ids": ["TC-2"], "environments": ["staging", "production"]}).json()["data"]
+    staging, production = plan["run_ids"]
+    codes = [r["test_case_code"] for r in api.get(f"/api/v1/runs/{staging}/results").json()["data"]]
+    api.post(f"/api/v1/runs/{staging}/results", json={"results": [
+        {"test_case_code": code, "status": "FAILED" if i == 1 else "PASSED"} for i, code in enumerate(codes[:-1])]})
+    api.post(f"/api/v1/runs/{production}/results", json={"results": [
+        {"test_case_code": codes[0], "status": "PASSED"}]})
+    return {"run_id": run_id, "plan_id": plan["id"]}
 
 
 def main() -> None:
@@ -147,9 +158,10 @@ def main() -> None:
                 page.wait_for_url(f"{server.url}/")
                 for name, path in (("dashboard", "/"), ("cases", "/cases"), ("case", "/cases/TC-1"),
                                    ("runs", "/runs"), ("run", f"/runs/{ids['run_id']}?status=FAILED"),
-                                   ("tokens", "/settings/tokens"), ("webhook", hook.headers["location"])):
+                                   ("tokens", "/settings/tokens"), ("webhook", hook.headers["location"]),
+                                   ("plan-progress", f"/plans/{ids['plan_id']}"), ("milestones", "/milestones")):
                     page.goto(server.url + path)
-                    whole = name not in ("dashboard", "webhook", "runs")
+                    whole = name not in ("dashboard", "webhook", "runs", "plan-progress", "milestones")
                     page.screenshot(path=str(OUT / f"{name}.png"), full_page=whole)
                 page.goto(f"{server.url}/cases/new")
                 page.get_by_label("Title").fill("Pay with a gift card")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Request
 from litestar.connection import ASGIConnection
+from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
@@ -18,6 +20,8 @@ from tms.services.audit import Actor, acting_as
 from tms.services.tokens import ApiPrincipal, verify_token
 
 BEARER_SCHEME = "BearerToken"
+# The request of an /api/v1 handler: the authenticated token's principal, its raw token, app state.
+ApiRequest = Request[ApiPrincipal, str, State]
 
 
 def requires(scope: str | None) -> dict[str, Any]:
@@ -27,7 +31,7 @@ def requires(scope: str | None) -> dict[str, Any]:
 
 
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
-    async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
+    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
         header = connection.headers.get("authorization", "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
@@ -41,7 +45,7 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 
-async def scope_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+async def scope_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """Async on purpose: Litestar runs a sync guard in a worker thread, a hop on every API call."""
     if "scope" not in handler.opt:
         raise RuntimeError(f"route {handler} declares no scope; use **requires(...)")

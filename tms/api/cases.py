@@ -6,12 +6,22 @@ from litestar import Request, delete, get, patch, post
 from litestar.params import JSONBody
 
 from tms.api.auth import requires
-from tms.models.cases import CaseCreate, CaseEnvelope, CaseList, CaseUpdate
+from tms.models.cases import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
 from tms.services import cases as case_service
+from tms.services.errors import InvalidInput
 from tms.services.tokens import ApiPrincipal
 
 
-@get("/cases", **requires("read"), summary="List test cases (filters project_id, status, needs_retest; limit/offset)")
+@get(
+    "/cases",
+    **requires("read"),
+    summary="List and search test cases",
+    description="Filters (all combined): project_id, status, priority, automation_status, layer, tag (repeatable: "
+    "any of them), section_id (`none` = in no section; include_subsections=true widens it to the subtree), "
+    "needs_retest, q (words in title, code, Gherkin, tags and ticket keys; all must match). "
+    "sort: created_at (default), code, title, status, priority, automation_status, layer, updated_at; "
+    "order: asc (default) or desc. limit/offset paginate.",
+)
 async def list_cases(
     request: Request[ApiPrincipal, str, object],
     project_id: str | None = None,
@@ -19,10 +29,25 @@ async def list_cases(
     limit: int | None = None,
     offset: int | None = None,
     needs_retest: bool | None = None,
+    q: str | None = None,
+    tag: list[str] | None = None,
+    priority: str | None = None,
+    automation_status: str | None = None,
+    layer: str | None = None,
+    section_id: str | None = None,
+    include_subsections: bool = False,
+    sort: str = "created_at",
+    order: str = "asc",
 ) -> CaseList:
+    if order not in ("asc", "desc"):
+        raise InvalidInput("order must be asc or desc", field="order")
+    query = case_service.CaseQuery(
+        project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
+        q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
+        needs_retest=needs_retest, sort=sort, descending=order == "desc",
+    )
     cases, pagination = await case_service.list_cases(
-        request.app.state.db, request.user.tenant_id,
-        project_id=project_id, status=status, limit=limit, offset=offset, needs_retest=needs_retest,
+        request.app.state.db, request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)
 
@@ -48,3 +73,13 @@ async def update_case(
 @delete("/cases/{case_id:str}", **requires("write"), summary="Delete a test case (its results stay)")
 async def delete_case(request: Request[ApiPrincipal, str, object], case_id: str) -> None:
     await case_service.delete_case(request.app.state.db, request.user.tenant_id, case_id)
+
+
+@get("/cases/{case_id:str}/versions", **requires("read"), summary="A test case's versions, newest first")
+async def list_versions(
+    request: Request[ApiPrincipal, str, object], case_id: str, limit: int | None = None, offset: int | None = None
+) -> CaseVersionList:
+    versions, pagination = await case_service.list_versions(
+        request.app.state.db, request.user.tenant_id, case_id, limit=limit, offset=offset
+    )
+    return CaseVersionList(data=versions, pagination=pagination)

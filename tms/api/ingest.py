@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import MediaType, Request, Response, post
+from litestar import MediaType, Response, post
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.ingest import IngestAnswer
 from tms.services import ingest as ingest_service
-from tms.services.tokens import ApiPrincipal
 
 
 @post(
@@ -16,12 +15,14 @@ from tms.services.tokens import ApiPrincipal
     **requires("write"),
     summary="Create a COMPLETED run with all its results: 201 all accepted, 207 some rejected",
     request_max_body_size=MAX_WIRE_BYTES,
-    response_description="{run_id, accepted, rejected, errors: [{index, error}]}",
+    response_description="{run_id, accepted, rejected, errors: [{index, error}], result_ids: [id | null]}",
     description="JSON body `{project_id, run_name?, environment?, framework?, results: [Result]}`, optionally "
     "`Content-Encoding: gzip`; an `Idempotency-Key` header makes a retry return the first answer. "
-    "Items naming neither `test_case_code` nor `test_case_id` are stored as unlinked results.",
+    "Items naming neither `test_case_code` nor `test_case_id` are stored as unlinked results. "
+    "With `run_id` (a CI shard) the results go into that existing, unfinished run of the project, which stays "
+    "open and fires no test_run.completed.",
 )
-async def ingest(request: Request[ApiPrincipal, str, object]) -> Response[IngestAnswer]:
+async def ingest(request: ApiRequest) -> Response[IngestAnswer]:
     async with request_body(request) as raw:
         status, body = await ingest_service.ingest(
             request.app.state.db, request.user.tenant_id, raw, request.headers.get("idempotency-key")

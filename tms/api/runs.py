@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
-from litestar import Request, get, patch, post
+from litestar import Request, delete, get, patch, post
 from litestar.params import JSONBody
 
 from tms.api.auth import requires
-from tms.models.runs import RunCreate, RunEnvelope, RunList, RunUpdate
+from tms.models.runs import (
+    RunCasesBody,
+    RunCasesChange,
+    RunCasesEnvelope,
+    RunCreate,
+    RunEnvelope,
+    RunList,
+    RunUpdate,
+)
 from tms.services import runs as run_service
 from tms.services.tokens import ApiPrincipal
 
 
-@get("/runs", **requires("read"), summary="List runs (filters project_id, status; limit/offset)")
+@get("/runs", **requires("read"),
+     summary="List runs (filters project_id, status, milestone_id, plan_id; limit/offset)")
 async def list_runs(
     request: Request[ApiPrincipal, str, object],
     project_id: str | None = None,
     status: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    milestone_id: str | None = None,
+    plan_id: str | None = None,
 ) -> RunList:
     runs, pagination = await run_service.list_runs(
         request.app.state.db, request.user.tenant_id,
-        project_id=project_id, status=status, limit=limit, offset=offset,
+        project_id=project_id, status=status, limit=limit, offset=offset, milestone_id=milestone_id, plan_id=plan_id,
     )
     return RunList(data=runs, pagination=pagination)
 
@@ -42,3 +53,27 @@ async def update_run(
 ) -> RunEnvelope:
     run = await run_service.update_run(request.app.state.db, request.user.tenant_id, run_id, data)
     return RunEnvelope(data=run)
+
+
+@post("/runs/{run_id:str}/cases", **requires("write"), status_code=200,
+      summary="Add cases (cuids or codes) to an open run as UNKNOWN results")
+async def add_cases(
+    request: Request[ApiPrincipal, str, object], run_id: str, data: JSONBody[RunCasesBody]
+) -> RunCasesEnvelope:
+    db, tenant_id = request.app.state.db, request.user.tenant_id
+    async with db.transaction() as tx:
+        added = await run_service.add_cases_to_run(tx, tenant_id, run_id, data.case_ids)
+    run = await run_service.get_run(db, tenant_id, run_id)
+    return RunCasesEnvelope(data=RunCasesChange(added=added, removed=None, run=run))
+
+
+@delete("/runs/{run_id:str}/cases", **requires("write"), status_code=200,
+        summary="Remove cases (cuids or codes) and their results from an open run")
+async def remove_cases(
+    request: Request[ApiPrincipal, str, object], run_id: str, data: JSONBody[RunCasesBody]
+) -> RunCasesEnvelope:
+    db, tenant_id = request.app.state.db, request.user.tenant_id
+    async with db.transaction() as tx:
+        removed = await run_service.remove_cases_from_run(tx, tenant_id, run_id, data.case_ids)
+    run = await run_service.get_run(db, tenant_id, run_id)
+    return RunCasesEnvelope(data=RunCasesChange(added=None, removed=removed, run=run))

@@ -44,6 +44,7 @@ class CaseCreate(RequestBody):
     automation_status: AutomationStatus = "MANUAL"
     tags: Tags = msgspec.field(default_factory=list)
     tickets: Tickets = msgspec.field(default_factory=list)
+    section_id: str | None = None
 
 
 class CaseUpdate(RequestBody):
@@ -60,6 +61,7 @@ class CaseUpdate(RequestBody):
     automation_status: AutomationStatus | UnsetType = UNSET
     tags: Tags | UnsetType = UNSET
     tickets: Tickets | UnsetType = UNSET
+    section_id: str | UnsetType | None = UNSET
     # true puts the case in the retest queue (firing retest.required), false takes it out
     needs_retest: bool | UnsetType = UNSET
 
@@ -83,6 +85,8 @@ class Case(msgspec.Struct):
     retest_reason: str | None = None
     retest_bug_key: str | None = None
     retest_flagged_at: str | None = None
+    section_id: str | None = None
+    version: int = 1
 
 
 class Pagination(msgspec.Struct):
@@ -97,4 +101,33 @@ class CaseEnvelope(msgspec.Struct):
 
 class CaseList(msgspec.Struct):
     data: list[Case]
+    pagination: Pagination
+
+
+class Actor(msgspec.Struct):
+    type: str  # user | token | system
+    id: str | None
+    name: str
+
+
+class CaseVersion(msgspec.Struct):
+    version: int
+    code: str
+    title: str
+    bdd_content: str
+    status: str
+    priority: str
+    layer: str | None
+    is_e2e: bool
+    automation_status: str
+    tags: list[str]
+    tickets: list[Ticket]
+    section_id: str | None
+    project_id: str | None
+    changed_by: Actor
+    created_at: str
+
+
+class CaseVersionList(msgspec.Struct):
+    data: list[CaseVersion]
     pagination: Pagination

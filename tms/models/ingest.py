@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from tms.models import Label, Name, RequestBody
 from tms.models.results import ItemError, ResultIn
+
+RunRef = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
 class IngestBody(RequestBody):
@@ -16,6 +18,8 @@ class IngestBody(RequestBody):
     run_name: Name | None = None
     environment: Label | None = None
     framework: Label | None = None
+    # a shard: add to this existing, unfinished run of the project (tms.services.shards)
+    run_id: RunRef | None = None
 
 
 class IngestBodyLoose(RequestBody):
@@ -24,6 +28,7 @@ class IngestBodyLoose(RequestBody):
     run_name: Name | None = None
     environment: Label | None = None
     framework: Label | None = None
+    run_id: RunRef | None = None
 
 
 class IngestAnswer(msgspec.Struct):
@@ -31,3 +36,6 @@ class IngestAnswer(msgspec.Struct):
     accepted: int
     rejected: int
     errors: list[ItemError]
+    # per item of `results`, in order: the id of the result it was stored in (null when rejected);
+    # items naming one case share that case's result. Lets a client attach files to each result.
+    result_ids: list[str | None] = []

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from tms.models import Label, RequestBody
+from tms.models.cases import Pagination
 
 ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
 RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
@@ -97,7 +98,13 @@ class Result(msgspec.Struct):
     updated_at: str
     attachments: list[dict[str, Any]]
     fingerprint: str | None = None  # FAILED and BROKEN results: tms.services.fingerprints
+    # the case's version when the result was written (null: unlinked, or written before versions existed)
+    case_version: int | None = None
+    # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)
+    assignee_id: str | None = None
+    step_results: msgspec.Raw | None = None
 
 
 class ResultList(msgspec.Struct):
     data: list[Result]
+    pagination: Pagination

@@ -22,12 +22,16 @@ class RunCreate(RequestBody):
     environment: Label | None = None
     # cuids or codes; each pre-populates the run with one UNKNOWN result
     test_case_ids: Annotated[list[CaseRef], msgspec.Meta(max_length=50_000)] = msgspec.field(default_factory=list)
+    milestone_id: str | None = None
 
 
 class RunUpdate(RequestBody):
     name: Name | UnsetType = UNSET
     environment: Label | UnsetType | None = UNSET
     status: RunStatus | UnsetType = UNSET
+    milestone_id: str | UnsetType | None = UNSET
+    # what the team concluded, usually written when completing the run (an addition to the contract)
+    summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
 
 class RunCounts(msgspec.Struct):
@@ -51,6 +55,9 @@ class Run(msgspec.Struct):
     updated_at: str
     completed_at: str | None
     counts: RunCounts
+    milestone_id: str | None = None
+    plan_id: str | None = None  # read-only: set when a test plan created the run
+    summary: str | None = None
 
 
 class RunEnvelope(msgspec.Struct):
@@ -60,3 +67,19 @@ class RunEnvelope(msgspec.Struct):
 class RunList(msgspec.Struct):
     data: list[Run]
     pagination: Pagination
+
+
+class RunCasesBody(RequestBody):
+    """POST/DELETE /runs/{id}/cases: cuids or codes of the cases to add or remove."""
+
+    case_ids: Annotated[list[CaseRef], msgspec.Meta(min_length=1, max_length=50_000)]
+
+
+class RunCasesChange(msgspec.Struct):
+    added: int | None
+    removed: int | None
+    run: Run
+
+
+class RunCasesEnvelope(msgspec.Struct):
+    data: RunCasesChange

@@ -1,8 +1,8 @@
-"""Bodies of the internal /api/webhooks API (CONTRACT.md, "Web interface and the internal webhook API")."""
+"""Bodies of the internal /api/webhooks API (docs/webhooks.md, "Managing subscriptions")."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -13,6 +13,26 @@ EventName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 EventList = Annotated[list[EventName], msgspec.Meta(max_length=50)]
 # a secret is what the receiver verifies with; null on update removes it
 Secret = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+# what a delivery's body is: the standard envelope, or a chat service's incoming-webhook message
+Format = Literal["standard", "slack", "teams", "google_chat"]
+FORMATS: tuple[str, ...] = ("standard", "slack", "teams", "google_chat")
+Environment = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+class Filters(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
+    """Which of the subscribed events are sent (docs/webhooks.md, "Filters").
+
+    ``only_failures``: only news of failures (failed results, completed runs with failed or broken
+    results); ``only_failed_runs``: completed runs only when they have failed or broken results;
+    ``environments``: events of runs only when the run's environment is one of these (empty: any).
+    """
+
+    only_failures: bool = False
+    only_failed_runs: bool = False
+    environments: Annotated[list[Environment], msgspec.Meta(max_length=50)] = msgspec.field(default_factory=list)
+
+    def narrows(self) -> bool:
+        return self.only_failures or self.only_failed_runs or bool(self.environments)
 
 
 class Subscription(msgspec.Struct):
@@ -23,6 +43,8 @@ class Subscription(msgspec.Struct):
     events: list[str]
     active: bool
     has_secret: bool
+    format: str
+    filters: Filters
     created_at: str
     updated_at: str
 
@@ -32,6 +54,8 @@ class SubscriptionCreate(RequestBody):
     events: EventList
     secret: Secret | None = None
     active: bool = True
+    format: Format = "standard"
+    filters: Filters = msgspec.field(default_factory=Filters)
 
 
 class SubscriptionUpdate(RequestBody):
@@ -41,6 +65,9 @@ class SubscriptionUpdate(RequestBody):
     events: EventList | msgspec.UnsetType = msgspec.UNSET
     secret: Secret | msgspec.UnsetType | None = msgspec.UNSET
     active: bool | msgspec.UnsetType = msgspec.UNSET
+    format: Format | msgspec.UnsetType = msgspec.UNSET
+    # replaces the whole filters object: a key left out takes its default
+    filters: Filters | msgspec.UnsetType = msgspec.UNSET
 
 
 class Attempt(msgspec.Struct):
@@ -80,3 +107,16 @@ class DeliveryEnvelope(msgspec.Struct):
 
 class DeliveryList(msgspec.Struct):
     data: list[Delivery]
+
+
+class Preview(msgspec.Struct):
+    """The body a subscription of ``format`` would post for ``event`` (``sample``: no real run to show)."""
+
+    format: str
+    event: str
+    sample: bool
+    body: str
+
+
+class PreviewEnvelope(msgspec.Struct):
+    data: Preview

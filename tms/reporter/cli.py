@@ -1,12 +1,14 @@
 """`tms ingest REPORT... --project ID`: argument parsing and the command's flow.
 
 find files -> detect each one's format -> parse -> fold retries -> map to ingest items -> one
-gzip POST /api/v1/ingest (retried under one Idempotency-Key) -> summary.
+gzip POST /api/v1/ingest (retried under one Idempotency-Key) -> upload the files the reports
+reference to their results -> summary.
 
 Exit status (docs/reporter.md):
   0  every result accepted (201), or some rejected (207) without --strict: a warning lists them
-  1  a report cannot be parsed (file, line, reason), holds no test, or the service refused the
-     request (4xx: bad token, missing scope, unknown project, body too large)
+  1  a report cannot be parsed (file, line, reason: the other reports are still sent unless
+     --strict), no report holds a test, or the service refused the request (4xx: bad token,
+     missing scope, unknown project, body too large)
   2  usage or configuration error: no URL or token, a report path that does not exist
   3  some results rejected (207) with --strict
   4  the service could not be reached, or kept answering 5xx/429, after every retry
@@ -20,16 +22,43 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, TextIO
 from urllib.parse import quote, urlsplit
 
+from tms.reporter import attachments as report_files
+from tms.reporter.allure import is_container as is_allure_container
+from tms.reporter.allure import parse_allure
+from tms.reporter.ctrf import parse_ctrf
 from tms.reporter.cucumber import parse_cucumber
-from tms.reporter.files import CUCUMBER, NoReports, classify, expand
+from tms.reporter.detect import (
+    ALLURE,
+    CTRF,
+    CUCUMBER,
+    FORMATS,
+    GOTEST,
+    JUNIT,
+    NUNIT,
+    PLAYWRIGHT,
+    ROBOT,
+    TESTNG,
+    TRX,
+    XUNIT,
+)
+from tms.reporter.files import NoReports, Report, classify, expand
 from tms.reporter.gate import EXIT_GATE, GATES, GateError, classify_failures, describe, failed, fetch_clusters
+from tms.reporter.gotest import parse_gotest
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
 from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries
+from tms.reporter.nunit import parse_nunit
+from tms.reporter.playwright import parse_playwright
+from tms.reporter.projects import ProjectNotResolved, resolve_project
+from tms.reporter.robot import parse_robot
+from tms.reporter.testng import parse_testng
+from tms.reporter.trx import parse_trx
 from tms.reporter.upload import NetworkFailure, Reply, compress, post_ingest
+from tms.reporter.xunit import parse_xunit
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -40,17 +69,24 @@ EXIT_NETWORK = 4
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="report files, directories or globs")
-    parser.add_argument("--project", required=True, metavar="ID", help="project id the run is created in")
+    parser.add_argument("--project", required=True, metavar="ID|NAME",
+                        help="the project the run is created in: its id (Projects page) or its name")
     parser.add_argument("--run-name", help="display name of the run (default: a timestamp)")
     parser.add_argument("--environment", help="environment label of the run")
     parser.add_argument("--framework", help="framework label when the report does not name one")
+    parser.add_argument("--run-id", metavar="ID",
+                        help="add the results to this existing run (a shard; see `tms run create`) "
+                             "instead of creating a completed run")
     parser.add_argument("--url", help="service base URL (default: $TMS_URL)")
     parser.add_argument("--token", help="API token with write scope (default: $TMS_TOKEN)")
     parser.add_argument("--dry-run", action="store_true",
                         help="parse and print what would be sent, create nothing; with a URL and token, "
                              "also list the case codes the service does not know")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
-    parser.add_argument("--strict", action="store_true", help="exit 3 when the service rejects any result")
+    parser.add_argument("--format", choices=FORMATS, metavar="FORMAT",
+                        help="read every report as this format instead of detecting it: " + ", ".join(FORMATS))
+    parser.add_argument("--strict", action="store_true",
+                        help="send nothing when a report cannot be read; exit 3 when the service rejects any result")
     parser.add_argument("-v", "--verbose", action="store_true", help="tell each file, request and retry")
     parser.add_argument("--retries", type=int, default=4, metavar="N",
                         help="retries on connection errors, 429 and 5xx (default: 4)")
@@ -140,18 +176,33 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
     for warning in warnings:
         console.err(f"tms ingest: warning: {warning}")
 
-    try:
-        outcomes, parsed = _parse_all(args.reports, files, console)
-    except ReportError as exc:
-        console.err(f"tms ingest: error: {exc}")
+    outcomes, parsed, unreadable = _parse_all(args.reports, files, console, args.format)
+    for error in unreadable:
+        console.err(f"tms ingest: error: {error}")
+    if unreadable and args.strict:
+        console.err(f"tms ingest: error: {len(unreadable)} report(s) cannot be read; nothing was sent (--strict)")
         return EXIT_FAILED
     if not outcomes:
-        console.err(f"tms ingest: error: no test found in {len(parsed)} report(s): {', '.join(parsed) or '-'}")
+        if not unreadable:
+            console.err(f"tms ingest: error: no test found in {len(parsed)} report(s): {', '.join(parsed) or '-'}")
+        else:
+            console.err("tms ingest: error: no readable report holds a test; nothing was sent")
         return EXIT_FAILED
+
+    if url and token:
+        try:
+            resolved = resolve_project(url, token, args.project, args.timeout)
+        except ProjectNotResolved as exc:
+            console.err(f"tms ingest: error: {exc}")
+            return EXIT_NETWORK if exc.network else EXIT_FAILED
+        if resolved.looked_up:
+            console.debug(f"project {args.project.strip()!r} is {resolved.project_id}")
+        args.project = resolved.project_id
 
     items = to_items(outcomes)
     payload = _payload(args, items)
     summary = _summary(args, files=parsed, outcomes=outcomes, items=items)
+    summary["unreadable"] = [{"file": e.path, "line": e.line, "reason": e.reason} for e in unreadable]
 
     if args.dry_run:
         return _dry_run(args, url, token, payload, items, summary, console)
@@ -165,12 +216,19 @@ def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> in
     except NetworkFailure as exc:
         console.err(f"tms ingest: error: could not deliver the results to {url}: {exc}")
         return EXIT_NETWORK
-    return _answer(args, url, reply, items, summary, console)
+    code = _answer(args, url, token, reply, items, summary, console)
+    if unreadable and code in (EXIT_OK, EXIT_REJECTED):
+        console.err(f"tms ingest: error: {len(unreadable)} report(s) could not be read (listed above); the run holds "
+                    "the results of the others (--strict sends nothing when a report is unreadable)")
+        return EXIT_FAILED
+    return code
 
 
 def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | None:
     if not args.project.strip():
-        return "--project must name a project id"
+        return "--project must name a project (its id or its name)"
+    if args.run_id is not None and (not args.run_id.strip() or args.run_name or args.environment):
+        return "--run-id must name a run, and takes no --run-name or --environment: the run already has them"
     if args.retries < 0 or args.retry_backoff < 0 or args.timeout <= 0:
         return "--retries and --retry-backoff must be >= 0, --timeout > 0"
     if args.dry_run and not (url and token):
@@ -187,35 +245,68 @@ def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | Non
     return None
 
 
-def _parse_all(arguments: list[str], files: list[str], console: Console) -> tuple[list[TestOutcome], list[str]]:
+# every format but Allure, whose result files are read together (tms.reporter.allure)
+PARSERS: dict[str, Callable[[str], list[TestOutcome]]] = {
+    JUNIT: parse_junit, CUCUMBER: parse_cucumber, CTRF: parse_ctrf, PLAYWRIGHT: parse_playwright, TRX: parse_trx,
+    NUNIT: parse_nunit, XUNIT: parse_xunit, TESTNG: parse_testng, ROBOT: parse_robot, GOTEST: parse_gotest,
+}
+
+
+def _parse_all(arguments: list[str], files: list[str], console: Console,
+               forced: str | None = None) -> tuple[list[TestOutcome], list[str], list[ReportError]]:
+    """Outcomes of every readable report, the files read, and the errors of those that could not be
+    read: one bad file never hides the others' results (--strict decides what the errors mean)."""
     explicit = {os.path.normpath(a) for a in arguments if os.path.isfile(a)}
-    reports, skipped = classify(files, explicit)
-    for path in skipped:
-        console.debug(f"skipped {path}: not a JUnit XML or Cucumber JSON report")
+    reports: list[Report] = []
+    errors: list[ReportError] = []
+    for path in files:
+        try:
+            found_reports, skipped = classify([path], explicit, forced)
+        except ReportError as exc:
+            errors.append(exc)
+            continue
+        reports.extend(found_reports)
+        for skipped_path in skipped:
+            console.debug(f"skipped {skipped_path}: not a test report of a known format")
     outcomes: list[TestOutcome] = []
     parsed: list[str] = []
+    allure = [r.path for r in reports if r.format == ALLURE]
     for report in reports:
+        if report.format == ALLURE:
+            if allure and report.path == allure[0]:
+                found, failures = parse_allure(allure)
+                errors.extend(failures)
+                bad = {e.path for e in failures}
+                read = [p for p in allure if p not in bad and not is_allure_container(p)]
+                console.debug(f"allure: {len(read)} result file(s), {len(found)} tests")
+                outcomes.extend(found)
+                parsed.extend(read)
+            continue
+
         def tick(count: int, path: str = report.path) -> None:
             console.progress(f"parsing {path}: {count} tests")
 
         try:
-            found = parse_cucumber(report.path) if report.format == CUCUMBER else parse_junit(report.path, tick)
+            found = parse_junit(report.path, tick) if report.format == JUNIT else PARSERS[report.format](report.path)
         except ReportError as exc:
-            if exc.not_a_report and report.path not in explicit:
+            if exc.not_a_report and report.path not in explicit and forced is None:
                 console.debug(f"skipped {report.path}: {exc.reason}")
                 continue
-            raise
+            errors.append(exc)
+            continue
         frameworks = sorted({o.framework for o in found if o.framework})
         console.debug(f"{report.path}: {report.format}, {len(found)} tests"
                       + (f", framework {', '.join(frameworks)}" if frameworks else ""))
         outcomes.extend(found)
         parsed.append(report.path)
     console.end_progress()
-    return fold_retries(outcomes), parsed
+    return fold_retries(outcomes), parsed, errors
 
 
 def _payload(args: argparse.Namespace, items: list[Item]) -> dict[str, Any]:
     payload: dict[str, Any] = {"project_id": args.project.strip()}
+    if args.run_id:
+        payload["run_id"] = args.run_id.strip()
     if args.run_name:
         payload["run_name"] = args.run_name
     if args.environment:
@@ -245,15 +336,16 @@ def _summary(args: argparse.Namespace, *, files: list[str], outcomes: list[TestO
         "unlinked": len(items) - linked,
         "flaky": flaky,
         "errors": [],
+        "attachments": {"found": sum(len(files) for files in _files_of(items)), "uploaded": 0, "skipped": []},
     }
 
 
-def _answer(args: argparse.Namespace, url: str, reply: Reply, items: list[Item], summary: dict[str, Any],
-            console: Console) -> int:
-    body = reply.body if isinstance(reply.body, dict) else {}
+def _answer(args: argparse.Namespace, url: str, token: str, reply: Reply, items: list[Item],
+            summary: dict[str, Any], console: Console) -> int:
+    body: dict[str, Any] = reply.body if isinstance(reply.body, dict) else {}
     if reply.status_code not in (200, 201, 207):
         return _refused(reply, console, args)
-    data = body.get("data") if isinstance(body.get("data"), dict) else {}
+    data: dict[str, Any] = body["data"] if isinstance(body.get("data"), dict) else {}
     run_id = body.get("run_id") or data.get("run_id") or data.get("id")
     errors = body.get("errors") or data.get("errors") or []
     summary["run_id"] = run_id
@@ -273,6 +365,7 @@ def _answer(args: argparse.Namespace, url: str, reply: Reply, items: list[Item],
     summary["errors"] = rejected
     summary["rejected"] = _int(body.get("rejected", data.get("rejected")), len(rejected))
     summary["accepted"] = _int(body.get("accepted", data.get("accepted")), len(items) - summary["rejected"])
+    _upload_attachments(args, url, token, body.get("result_ids"), items, summary, console)
 
     gate = getattr(args, "gate", None)
     if gate and run_id:
@@ -301,6 +394,32 @@ def _answer(args: argparse.Namespace, url: str, reply: Reply, items: list[Item],
     return EXIT_OK
 
 
+def _upload_attachments(args: argparse.Namespace, url: str, token: str, result_ids: Any, items: list[Item],
+                        summary: dict[str, Any], console: Console) -> None:
+    """The files the reports reference, each to its result; a file that cannot go is named, with why."""
+    pairs = [(None, files) for files in _files_of(items)]
+    if not any(files for _, files in pairs):
+        return
+    if isinstance(result_ids, list) and len(result_ids) == len(items):
+        pairs = [(rid if isinstance(rid, str) else None, files)
+                 for rid, (_, files) in zip(result_ids, pairs, strict=True)]
+        planned, skipped = report_files.plan(pairs)
+    else:
+        planned = []
+        skipped = [{"file": path, "name": name, "reason": "the service's answer names no result ids (an older service)"}
+                   for _, files in pairs for name, path in files]
+    if planned:
+        console.progress(f"uploading {len(planned)} attachment(s)...")
+    uploaded, refused = report_files.upload(url, token, planned, timeout=args.timeout, log=console.debug) \
+        if planned else (0, [])
+    summary["attachments"] = {"found": summary["attachments"]["found"], "uploaded": uploaded,
+                              "skipped": skipped + refused}
+
+
+def _files_of(items: list[Item]) -> list[list[tuple[str, str]]]:
+    return [[f for test in item.tests for f in test.attachments] for item in items]
+
+
 def _refused(reply: Reply, console: Console, args: argparse.Namespace) -> int:
     body = reply.body
     if isinstance(body, dict):
@@ -311,7 +430,9 @@ def _refused(reply: Reply, console: Console, args: argparse.Namespace) -> int:
     hint = {
         401: "the token is missing, malformed, revoked or unknown: check TMS_TOKEN",
         403: "the token lacks the write scope",
-        404: f"no project {args.project!r} in this token's tenant",
+        404: f"no project {args.project!r} in this token's tenant"
+             + (f", or no run {args.run_id!r} in that project" if args.run_id else ""),
+        409: "the run is completed: shards must be ingested before `tms run complete`" if args.run_id else None,
         413: "the request is too large for the service: split the reports into several runs",
     }.get(reply.status_code)
     if 300 <= reply.status_code < 400:
@@ -336,6 +457,11 @@ def _print_summary(summary: dict[str, Any], console: Console) -> None:
     console.out(f"  status: {statuses}")
     console.out(f"  linked to cases: {summary['linked']}, unlinked: {summary['unlinked']}"
                 + (f", flaky (passed on retry): {summary['flaky']}" if summary["flaky"] else ""))
+    files = summary.get("attachments") or {}
+    if files.get("found"):
+        console.out(f"  attachments: {files['uploaded']} uploaded, {len(files['skipped'])} skipped")
+        for skipped in files["skipped"]:
+            console.out(f"    skipped {skipped['file']}: {skipped['reason']}")
     if summary["errors"]:
         console.out("  rejected:")
         for error in summary["errors"]:

@@ -1,4 +1,4 @@
-"""Which files the REPORT arguments name, and what each one is (by content, never by extension)."""
+"""Which files the REPORT arguments name, and what each one is (by content: tms.reporter.detect)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import glob
 import os
 from dataclasses import dataclass
 
+from tms.reporter.detect import CUCUMBER, FORMATS, JUNIT, detect
 from tms.reporter.model import ReportError
 
-JUNIT = "junit"
-CUCUMBER = "cucumber"
+__all__ = ["CUCUMBER", "FORMATS", "JUNIT", "NoReports", "Report", "classify", "detect", "expand"]
 _GLOB_CHARS = set("*?[")
+# what a directory is searched for (a file named outright may have any name)
+REPORT_EXTENSIONS = (".xml", ".json", ".trx", ".jsonl", ".ndjson")
 
 
 class NoReports(Exception):
@@ -20,11 +22,12 @@ class NoReports(Exception):
 @dataclass(frozen=True, slots=True)
 class Report:
     path: str
-    format: str  # JUNIT or CUCUMBER
+    format: str  # one of detect.FORMATS
 
 
 def expand(arguments: list[str]) -> tuple[list[str], list[str]]:
-    """Files named by the arguments (a file, a directory searched recursively for *.xml and *.json,
+    """Files named by the arguments (a file, a directory searched recursively for
+    *.xml, *.json, *.trx, *.jsonl and *.ndjson,
     or a glob, `**` included), each once, in argument order then name order; and the warnings.
 
     A path that does not exist is an error; a glob that matches nothing only a warning, so one
@@ -36,7 +39,7 @@ def expand(arguments: list[str]) -> tuple[list[str], list[str]]:
         if os.path.isdir(argument):
             found = _walk(argument)
             if not found:
-                warnings.append(f"{argument}: directory holds no .xml or .json file")
+                warnings.append(f"{argument}: directory holds no .xml, .json, .trx, .jsonl or .ndjson file")
             files.extend(found)
         elif os.path.isfile(argument):
             files.append(argument)
@@ -61,38 +64,22 @@ def _walk(directory: str) -> list[str]:
     for root, dirs, names in os.walk(directory):
         dirs.sort()
         dirs[:] = [d for d in dirs if d not in ("node_modules", ".git")]
-        found.extend(os.path.join(root, n) for n in sorted(names) if n.lower().endswith((".xml", ".json")))
+        found.extend(os.path.join(root, n) for n in sorted(names) if n.lower().endswith(REPORT_EXTENSIONS))
     return found
 
 
-def detect(path: str) -> str | None:
-    """JUNIT when the file starts (after a BOM, blanks and comments) with XML, CUCUMBER with a JSON
-    array; None otherwise."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError as exc:
-        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
-    if head.startswith((b"\xff\xfe<\x00", b"\xfe\xff\x00<", b"<\x00", b"\x00<")):
-        return JUNIT  # UTF-16 XML (some Windows tools): the XML parser reads its encoding itself
-    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    if text.startswith(b"<"):
-        return JUNIT
-    if text.startswith(b"["):
-        return CUCUMBER
-    return None
-
-
-def classify(paths: list[str], explicit: set[str]) -> tuple[list[Report], list[str]]:
-    """Reports among the files. A file named outright must be a report; one found in a directory or
-    by a glob that is neither XML nor a JSON array (a package.json, say) is skipped with a note."""
+def classify(paths: list[str], explicit: set[str], forced: str | None = None) -> tuple[list[Report], list[str]]:
+    """Reports among the files, each with its format (`forced` when --format names one). A file named
+    outright must be a report; one found in a directory or by a glob that is no report (a
+    package.json, say) is skipped with a note."""
     reports: list[Report] = []
     skipped: list[str] = []
     for path in paths:
-        kind = detect(path)
+        kind = forced or detect(path)
         if kind is None:
             if path in explicit:
-                raise ReportError(path, "not a JUnit XML or Cucumber JSON report (neither XML nor a JSON array)", 1)
+                raise ReportError(path, "not a test report of a known format (" + ", ".join(FORMATS)
+                                  + "); --format names one to read it as", 1)
             skipped.append(path)
             continue
         reports.append(Report(path, kind))

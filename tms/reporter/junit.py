@@ -4,7 +4,8 @@ Covered: a `<testsuites>` or a bare `<testsuite>` root, testsuites nested to any
 a suite path), `<failure>`/`<error>`/`<skipped>` with their message and body, `<system-out>` and
 `<system-err>` on cases and on suites, `<properties>`, `time` in seconds with or without decimals
 (and with a thousands separator, as some Surefire locales write it), timestamps with or without a
-zone, and Surefire's `rerunFailure`/`rerunError`/`flakyFailure`/`flakyError` retry records.
+zone, Surefire's `rerunFailure`/`rerunError`/`flakyFailure`/`flakyError` retry records, and Jenkins'
+`[[ATTACHMENT|path]]` lines in a case's `<system-out>`/`<system-err>` (files uploaded to its result).
 
 The file is read with ``iterparse`` from defusedxml, so an entity bomb or an external entity is
 refused instead of expanded, and each finished `<testcase>` is dropped from the tree at once: memory
@@ -13,6 +14,7 @@ grows with the results kept, not with the size of the XML.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -179,6 +181,8 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
             text = _text(child)
             if text.strip():
                 out.append(f"--- {tag} ---\n{text.rstrip()}")
+                if "[[ATTACHMENT|" in text:
+                    _attachments(text, path, outcome)
 
     outcome.status = status
     outcome.service_properties = tuple(s.strip() for s in services if s and s.strip())
@@ -191,6 +195,20 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
     if attempt_notes:
         _record_surefire_attempts(elem, outcome, attempt_notes)
     return outcome
+
+
+_ATTACHMENT = re.compile(r"\[\[ATTACHMENT\|([^\]\r\n]+)\]\]")
+
+
+def _attachments(text: str, path: str, outcome: TestOutcome) -> None:
+    """Jenkins' JUnit attachments convention: `[[ATTACHMENT|/path/to/file]]` in a case's output."""
+    from tms.reporter.reading import resolve_path  # reading imports this module
+
+    base = os.path.dirname(os.path.abspath(path))
+    for match in _ATTACHMENT.finditer(text):
+        raw = match.group(1).strip()
+        if raw:
+            outcome.attachments.append((os.path.basename(raw.replace("\\", "/")), resolve_path(base, raw)))
 
 
 def _record_surefire_attempts(elem: Any, outcome: TestOutcome, details: list[str]) -> None:

@@ -83,9 +83,28 @@ def title_of(outcome: TestOutcome) -> str:
     return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
+# Where a tag stood: a bracket or parenthesis left holding nothing else goes (pytest's
+# "test_login[@service('X')]" becomes "test_login"), and so does the separator next to it
+# ("test_login[@service('X')-chrome]" becomes "test_login[chrome]").
+_MARK = "\0"
+_EMPTIED = re.compile(r"\[[\s,\-]*\0[\s,\-\0]*\]|\([\s,\-]*\0[\s,\-\0]*\)")
+_MARK_AND_SEPARATORS = re.compile(r"([\s,\-]*)\0([\s,\-]*)")
+
+
+def _one_separator(match: re.Match[str]) -> str:
+    """A tag between two parts leaves one separator ("a-X-b" -> "a-b"); at an edge, none."""
+    left, right = match.group(1), match.group(2)
+    if left and right:
+        return ((left + right).replace(" ", "") or " ")[0]
+    return "" if left or right else " "
+
+
 def _clean(text: str) -> str:
     if "@" in text:
-        return " ".join(SERVICE_TAG.sub("", text).split())
+        marked = SERVICE_TAG.sub(_MARK, text.replace(_MARK, ""))
+        if _MARK in marked:
+            marked = _MARK_AND_SEPARATORS.sub(_one_separator, _EMPTIED.sub("", marked))
+        return " ".join(marked.split())
     return text.strip()
 
 

@@ -32,6 +32,8 @@ class TestOutcome:
     notes: list[str] = field(default_factory=list)  # go into the result's comment
     attempts: list[str] = field(default_factory=list)  # statuses of earlier attempts, oldest first
     source: str = ""  # file the test came from (for messages)
+    # files the report references for this test, (name, path on disk): uploaded after the ingest
+    attachments: list[tuple[str, str]] = field(default_factory=list)
 
 
 class ReportError(Exception):
@@ -68,5 +70,7 @@ def fold_retries(outcomes: list[TestOutcome]) -> list[TestOutcome]:
         outcome.notes = [*notes, *outcome.notes]
         # duration stays the final attempt's: comparable with the same test's duration in other runs
         outcome.executed_at = earlier.executed_at or outcome.executed_at
+        # a screenshot or trace of a failed attempt is the most useful one: keep every attempt's files
+        outcome.attachments = [*earlier.attachments, *outcome.attachments]
         folded[index] = outcome
     return folded

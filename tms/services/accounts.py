@@ -9,6 +9,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
+from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput
 from tms.store import tenants as tenant_store
 from tms.store import users as user_store
@@ -30,7 +31,7 @@ def _clean_name(name: str) -> str:
     return cleaned
 
 
-def _clean_email(email: str) -> str:
+def clean_email(email: str) -> str:
     cleaned = email.strip()
     local, _, domain = cleaned.partition("@")
     if not local or "." not in domain or " " in cleaned or len(cleaned) > 254:
@@ -52,8 +53,22 @@ async def create_tenant(db: Database, name: str) -> str:
     return tenant_id
 
 
-async def create_user(db: Database, tenant_id: str, email: str, password: str) -> str:
-    email = _clean_email(email)
+async def hash_password(password: str) -> str:
+    return await asyncio.to_thread(_hasher.hash, password)
+
+
+async def verify_password(stored_hash: str, password: str) -> bool:
+    try:
+        return bool(await asyncio.to_thread(_hasher.verify, stored_hash, password))
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def create_user(db: Database, tenant_id: str, email: str, password: str, role: str | None = None) -> str:
+    """A web user; without ``role`` the tenant's first user becomes its owner and later ones admins."""
+    if role is not None and role not in ("owner", "admin", "tester", "viewer"):
+        raise InvalidInput("role must be one of owner, admin, tester, viewer", field="role")
+    email = clean_email(email)
     check_password_rules(password)
     if await tenant_store.get_tenant(db, tenant_id) is None:
         raise InvalidInput(f"unknown tenant {tenant_id}", field="tenant")
@@ -62,13 +77,14 @@ async def create_user(db: Database, tenant_id: str, email: str, password: str) -
     async with db.transaction() as tx:
         if await user_store.email_taken(tx, email):
             raise Conflict(f"a user with email {email} already exists", field="email")
-        await user_store.insert_user(tx, user_id, tenant_id, email, password_hash, now_iso())
+        await user_store.insert_user(tx, user_id, tenant_id, email, password_hash, now_iso(), role)
+        await audit.record(tx, tenant_id, "user.created", "user", user_id, {"email": email, "role": role})
     return user_id
 
 
 async def create_first_tenant_and_admin(db: Database, tenant_name: str, email: str, password: str) -> Row:
     """First-run setup: only allowed while the database has no user at all."""
-    email = _clean_email(email)
+    email = clean_email(email)
     check_password_rules(password)
     password_hash = await asyncio.to_thread(_hasher.hash, password)
     tenant_id, user_id, at = new_id(), new_id(), now_iso()

@@ -22,7 +22,7 @@ from tms.config import Config
 from tms.db import Database
 from tms.ids import iso, new_id
 from tms.models.cases import BddContent, Case, CaseCreate, Layer, Priority
-from tms.services import ai_quota
+from tms.services import ai_quota, audit
 from tms.services import cases as case_service
 from tms.services.errors import Conflict, DomainError, InvalidInput, NotFound
 from tms.services.gherkin import validate_gherkin
@@ -273,4 +273,6 @@ async def save_drafts(
         raise
     async with db.transaction() as tx:
         await ai_store.set_saved_codes(tx, tenant_id, generation_id, json.dumps([c.code for c in created]))
+        await audit.record(tx, tenant_id, "ai_generation.saved", "ai_generation", generation_id,
+                           {"saved": len(created), "codes": [c.code for c in created]})
     return created

@@ -25,6 +25,7 @@ import multipart
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
+from tms.services import audit
 from tms.services.errors import (
     DISK_FULL_DETAIL,
     DomainError,
@@ -280,6 +281,8 @@ async def upload(
             if not await attachment_store.result_exists(tx, tenant_id, result_id):
                 raise NotFound(f"result {result_id} not found")
             await attachment_store.insert_attachments(tx, rows)
+            await audit.record(tx, tenant_id, "attachment.created", "result", result_id,
+                               {"files": [r[3] for r in rows]})
         spool.files.clear()  # committed: the files now belong to their rows
     finally:
         spool.discard()
@@ -328,6 +331,11 @@ async def open_attachment(db: Database, tenant_id: str, attachment_id: str, dire
 def _unlink_all(directory: Path, storage_names: list[str]) -> None:
     for name in storage_names:
         (directory / name).unlink(missing_ok=True)
+
+
+def remove_files(directory: Path, storage_names: list[str]) -> None:
+    """Removes stored files by name (after the transaction that deleted their rows has committed)."""
+    _unlink_all(directory, storage_names)
 
 
 def default_directory(db: Database) -> Path:

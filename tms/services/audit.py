@@ -17,8 +17,9 @@ from typing import Any
 
 import msgspec
 
-from tms.db import Transaction
+from tms.db import Database, Transaction
 from tms.ids import new_id, new_ids, now_iso
+from tms.services.paging import page_window
 from tms.store import audit as audit_store
 
 ACTOR_TYPES = ("user", "token", "system")
@@ -93,3 +94,35 @@ async def record_many(tx: Transaction, tenant_id: str, entries: list[Entry]) -> 
             for entry_id, entry in zip(ids, entries, strict=True)
         ],
     )
+
+
+def entry_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The API shape of one stored entry."""
+    return {
+        "id": row["id"],
+        "actor": {"type": row["actor_type"], "id": row["actor_id"], "name": row["actor_name"]},
+        "action": row["action"],
+        "entity_type": row["entity_type"],
+        "entity_id": row["entity_id"],
+        "changes": None if row["changes"] is None else msgspec.json.decode(row["changes"]),
+        "created_at": row["created_at"],
+    }
+
+
+async def list_entries(
+    db: Database,
+    tenant_id: str,
+    *,
+    entity_type: str | None = None,
+    entity_id: str | None = None,
+    action: str | None = None,
+    actor_id: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> tuple[list[dict[str, Any]], int, int, int]:
+    """(entries newest first, total, limit, offset) — read only: nothing edits the log."""
+    limit, offset = page_window(limit, offset)
+    rows, total = await audit_store.list_entries(
+        db, tenant_id, entity_type=entity_type or None, entity_id=entity_id or None, action=action or None,
+        actor_id=actor_id or None, limit=limit, offset=offset)
+    return [entry_from_row(row) for row in rows], total, limit, offset

@@ -17,7 +17,7 @@ from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, failures, flaky, known_issues, retest
+from tms.services import audit, events, failures, flaky, known_issues, retest, shards
 from tms.services.errors import Conflict, InvalidInput
 from tms.services.known_issues import Matcher
 from tms.services.result_rows import (
@@ -68,6 +68,8 @@ class _Rows(NamedTuple):
     # the run's counts (tms.store.runs.COUNT_COLUMNS order); linked results are added once per case
     counts: list[int]
     failed: list[dict[str, Any]]
+    # per item, the id of the result it landed in (None when rejected): items of one case share it
+    result_ids: list[str | None]
     # fingerprints seen and known-issue bugs applied, for the first-seen and daily tables
     stamper: failures.Stamper
 
@@ -84,12 +86,14 @@ def _build_rows(
 ) -> _Rows:
     """The rows of both tables, the run's counts, the failed events and the errors.
 
-    Items naming an unknown case are added to the errors (by index) and skipped.
+    Items naming an unknown case are added to the errors (by index) and skipped; `result_ids` names
+    the result each stored item landed in.
     """
     by_code, by_id = cases
     errors = dict(item_errors)
     run_id, project_id = run["id"], run["project_id"]
     ids = new_ids(len(items))
+    result_ids: list[str | None] = [None] * len(items)
     linked: list[LinkedRow] = []
     unlinked: list[UnlinkedRow] = []
     linked_state: dict[str, tuple[str, str]] = {}
@@ -110,6 +114,7 @@ def _build_rows(
                               item.bug_ticket_url)
         if case is None:
             result_id = ids[index]
+            result_ids[index] = result_id
             unlinked.append(unlinked_row(result_id, tenant_id, project_id, run_id, item, framework, now, stamp))
             counts[STATUS_INDEX[status]] += 1
             if status == "FAILED":
@@ -118,15 +123,16 @@ def _build_rows(
         case_id = case["id"]
         previous = linked_state.get(case_id)
         result_id = ids[index] if previous is None else previous[0]
+        result_ids[index] = result_id
         linked_state[case_id] = (result_id, status)
         title = item.title or case["title"]
         linked.append(linked_row(result_id, tenant_id, run_id, case, title, item, framework, now, stamp))
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
     counts[0] = len(unlinked) + len(linked_state)
-    for _, status in linked_state.values():
-        counts[STATUS_INDEX[status]] += 1
-    return _Rows(errors, linked, unlinked, linked_state, counts, failed, stamper)
+    for _, last_status in linked_state.values():
+        counts[STATUS_INDEX[last_status]] += 1
+    return _Rows(errors, linked, unlinked, linked_state, counts, failed, result_ids, stamper)
 
 
 # A body whose every item is rejected is a 400; its problem lists this many of the item errors.
@@ -154,11 +160,14 @@ def _answer(run_id: str, rows: _Rows) -> tuple[int, bytes]:
     answer = IngestAnswer(
         run_id=run_id, accepted=len(rows.linked) + len(rows.unlinked), rejected=len(errors),
         errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+        result_ids=rows.result_ids,
     )
     return 207 if errors else 201, _encoder.encode(answer)
 
 
-async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str | None = None) -> tuple[int, bytes]:
+async def ingest(
+    db: Database, tenant_id: str, raw: bytes | bytearray, idempotency_key: str | None = None
+) -> tuple[int, bytes]:
     """Returns (HTTP status, JSON body): 201 when every item was stored, 207 when some were rejected.
 
     A body none of whose items can be stored is a 400 (``InvalidInput``): no run, no event.
@@ -173,6 +182,10 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
     body, items, item_errors = await off_loop(len(raw), decode_bulk, raw, IngestBody, IngestBodyLoose)
     if not items:
         raise InvalidInput("results must hold at least one result", field="results")
+    if body.run_id is not None:
+        # a shard: into an existing run, which stays open (tms.services.shards)
+        outcome = await shards.ingest_into_run(db, tenant_id, body, items, item_errors, key, request_sha256)
+        return outcome if isinstance(outcome, tuple) else await _replay(outcome, request_sha256)
     await require_project(db, tenant_id, body.project_id)
     cases = await resolve_cases(db, tenant_id, items)
 
@@ -214,6 +227,10 @@ async def ingest(db: Database, tenant_id: str, raw: bytes, idempotency_key: str 
         flaky.touch_after_commit(tx, db, tenant_id, project_id)
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", rows.failed)
         await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
+        # one entry for the whole report, with counts: never one per result
+        await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
+            "name": run_name, "linked": len(rows.linked), "unlinked": len(rows.unlinked),
+            "rejected": len(rows.errors), "failed": counts[2]})
         if key:
             await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)
     return status_code, answer_body

@@ -18,7 +18,7 @@ from typing import Any
 from tms.db import Database, Row, Transaction
 from tms.ids import iso_days_ago, new_id, now_iso
 from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, trackers
-from tms.services import known_issues, retest
+from tms.services import audit, known_issues, retest
 from tms.services.errors import DomainError, InvalidInput, NotFound
 from tms.services.events import emit_many
 from tms.store import integrations as integration_store
@@ -122,6 +122,8 @@ async def create_integration(
             repository=clean_repository, secret=secret, created_at=now_iso(),
         )
         row = await integration_store.get_integration(tx, tenant_id, integration_id)
+        await audit.record(tx, tenant_id, "integration.created", "integration", integration_id,
+                           {"kind": kind, "name": name, "repository": clean_repository})
     assert row is not None
     return Created(row, secret)
 
@@ -131,6 +133,7 @@ async def regenerate_secret(db: Database, tenant_id: str, integration_id: str) -
     async with db.transaction() as tx:
         if not await integration_store.replace_secret(tx, tenant_id, integration_id, secret, now_iso()):
             raise NotFound(f"integration {integration_id} not found")
+        await audit.record(tx, tenant_id, "integration.secret_regenerated", "integration", integration_id)
     return secret
 
 
@@ -138,6 +141,7 @@ async def delete_integration(db: Database, tenant_id: str, integration_id: str) 
     async with db.transaction() as tx:
         if not await integration_store.delete_integration(tx, tenant_id, integration_id):
             raise NotFound(f"integration {integration_id} not found")
+        await audit.record(tx, tenant_id, "integration.deleted", "integration", integration_id)
 
 
 def link_keys(integration: Mapping[str, Any], event: TrackerEvent) -> tuple[list[str], list[str]]:

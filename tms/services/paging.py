@@ -10,9 +10,12 @@ MAX_LIMIT = 500
 MAX_OFFSET = 2**63 - 1
 
 
-def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
-    """(limit, offset) to use: defaults 100 and 0; a limit above 500 is clamped, not refused."""
-    limit = DEFAULT_LIMIT if limit is None else limit
+def page_window(
+    limit: int | None, offset: int | None, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT
+) -> tuple[int, int]:
+    """(limit, offset) to use: defaults 100 and 0; a limit above 500 is clamped, not refused.
+    (A run's results page by 500, up to 5,000: ``default`` and ``maximum``.)"""
+    limit = default if limit is None else limit
     offset = 0 if offset is None else offset
     if limit < 1:
         raise InvalidInput("limit must be at least 1", field="limit")
@@ -20,7 +23,7 @@ def page_window(limit: int | None, offset: int | None) -> tuple[int, int]:
         raise InvalidInput("offset must not be negative", field="offset")
     if offset > MAX_OFFSET:
         raise InvalidInput(f"offset must be at most {MAX_OFFSET}", field="offset")
-    return min(limit, MAX_LIMIT), offset
+    return min(limit, maximum), offset
 
 
 def page_offset(offset: int) -> int:

@@ -51,7 +51,9 @@ def _item_error(raw: Any, exc: msgspec.ValidationError) -> str:
     return message
 
 
-def decode_bulk(raw: bytes, fast: type[T], loose: type[Any]) -> tuple[T | Any, list[ResultIn | None], dict[int, str]]:
+def decode_bulk(
+    raw: bytes | bytearray, fast: type[T], loose: type[Any]
+) -> tuple[T | Any, list[ResultIn | None], dict[int, str]]:
     """Decodes a body with a ``results`` array: (body, items, errors by index).
 
     The fast path decodes the whole body typed in one C pass; only when some item is wrong does the

@@ -7,12 +7,18 @@ same transaction. What this shares with ingest lives in ``tms.services.result_ro
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
-from tms.models.results import BulkAnswer, Result, ResultIn, ResultsBody, ResultsBodyLoose
-from tms.services import events, failures, flaky, retest
+from tms.models.cases import Pagination
+from tms.models.results import RESULT_STATUSES, BulkAnswer, Result, ResultIn, ResultList, ResultsBody, ResultsBodyLoose
+from tms.services import audit, events, failures, flaky, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
+from tms.services.paging import page_window
 from tms.services.result_rows import (
     STATUS_INDEX,
     CaseMaps,
@@ -59,7 +65,7 @@ def _link_all(
     return linked, errors
 
 
-async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) -> BulkAnswer:
+async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | bytearray) -> BulkAnswer:
     """Upserts the items of ``{"results": [...]}`` into the run: one row per (run, case), last write wins."""
     await _get_run(db, tenant_id, run_id)
     _, items, errors = await off_loop(len(raw), decode_bulk, raw, ResultsBody, ResultsBodyLoose)
@@ -107,11 +113,45 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes) ->
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
         # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row
         await retest.clear_after_results(tx, tenant_id, retest_pairs(rows), now)
+        # one entry for the whole batch, with counts: never one per result
+        await audit.record(tx, tenant_id, "run.results_posted", "run", run_id, {
+            "accepted": len(rows), "created": deltas[0], "rejected": len(errors), "failed": len(failed)})
     return bulk_answer(len(linked), errors)
 
 
-async def list_results(db: Database, tenant_id: str, run_id: str) -> list[Result]:
+# GET /runs/{id}/results pages by this many results by default, and at most by RESULTS_MAX_LIMIT
+RESULTS_DEFAULT_LIMIT = 500
+RESULTS_MAX_LIMIT = 5_000
+
+
+async def list_results(
+    db: Database, tenant_id: str, run_id: str, limit: int | None = None, offset: int | None = None, *,
+    assignee_id: str | None = None, status: str | None = None,
+) -> ResultList:
+    """One page of the run's results, linked ones first, then unlinked, each in stored order; the
+    attachments of the page's rows only. ``assignee_id`` and ``status`` narrow the list."""
+    limit, offset = page_window(limit, offset, default=RESULTS_DEFAULT_LIMIT, maximum=RESULTS_MAX_LIMIT)
     await _get_run(db, tenant_id, run_id)
-    rows = await result_store.list_for_run(db, tenant_id, run_id)
+    if status is not None and status not in RESULT_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(RESULT_STATUSES)}", field="status")
+    if assignee_id is not None or status is not None:
+        matching = await result_store.filtered_for_run(db, tenant_id, run_id, assignee_id=assignee_id,
+                                                       status=status)
+        total, rows = len(matching), matching[offset:offset + limit]
+    else:
+        linked_total, unlinked_total = await result_store.count_for_run(db, tenant_id, run_id)
+        rows = await result_store.page_for_run(db, tenant_id, run_id, limit=limit, offset=offset,
+                                               linked_total=linked_total)
+        total = linked_total + unlinked_total
     attachments = await attachments_by_result(db, tenant_id, [row["id"] for row in rows])
-    return [Result(**row, attachments=attachments.get(row["id"], [])) for row in rows]
+    return ResultList(
+        data=[result_from_row(row, attachments.get(row["id"], [])) for row in rows],
+        pagination=Pagination(total=total, limit=limit, offset=offset),
+    )
+
+
+def result_from_row(row: Row, attachments: list[dict[str, Any]]) -> Result:
+    """The API shape; step_results is passed through as the stored JSON text (never re-encoded)."""
+    steps = row.pop("step_results", None)
+    return Result(**row, attachments=attachments,
+                  step_results=None if steps is None else msgspec.Raw(steps.encode()))

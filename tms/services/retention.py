@@ -13,6 +13,7 @@ from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso_days_ago, now_iso
+from tms.services import audit
 from tms.services.attachments import delete_attachments_in
 from tms.store import idempotency as idempotency_store
 from tms.store import results as result_store
@@ -39,6 +40,9 @@ async def sweep_tenant(db: Database, tenant_id: str, days: int) -> int:
     while True:
         async with db.transaction() as tx:
             count = await result_store.delete_unlinked_before(tx, tenant_id, before, BATCH)
+            if count < BATCH and deleted + count:  # the last batch: one entry with the total
+                await audit.record(tx, tenant_id, "retention.swept", "tenant", tenant_id,
+                                   {"deleted": deleted + count})
         deleted += count
         if count < BATCH:
             return deleted

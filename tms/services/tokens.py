@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
+from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
 from tms.store import tenants as tenant_store
 from tms.store import tokens as token_store
@@ -95,6 +96,8 @@ async def create_token(
             scopes=",".join(scope_list),
             created_at=now_iso(),
         )
+        await audit.record(tx, tenant_id, "token.created", "token", token_id,
+                           {"name": clean_name, "scopes": scope_list, "prefix": prefix})
     return NewToken(token_id, clean_name, prefix, scope_list, f"svc_{prefix}_{secret}")
 
 
@@ -208,3 +211,5 @@ async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
         revoked = await token_store.revoke_token(tx, tenant_id, token_id, now_iso())
         if not revoked and not await token_store.token_exists(tx, tenant_id, token_id):
             raise NotFound("token not found")
+        if revoked:
+            await audit.record(tx, tenant_id, "token.revoked", "token", token_id)

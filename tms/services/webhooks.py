@@ -15,21 +15,37 @@ Decisions where the spec is silent:
   error (redeliver them after re-activating). Ping and redeliver on an inactive subscription → 409.
 * A URL whose host is a literal non-public IP is refused at save time unless private targets are
   allowed; host names are resolved and checked when each delivery is sent.
+* ``format`` slack / teams / google_chat posts the chat service's message instead of the envelope
+  (``tms.webhooks.chat``), a ping included; ``filters`` narrow what is sent (``tms.webhooks.fanout``).
+  Filters that narrow nothing are stored as ``{}`` so such subscriptions stay on the cheap path.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 
 from tms.config import Config
 from tms.db import Database, Row
 from tms.ids import new_id, now_iso
-from tms.models.webhooks import Attempt, Delivery, Subscription, SubscriptionCreate, SubscriptionUpdate
+from tms.models.webhooks import (
+    FORMATS,
+    Attempt,
+    Delivery,
+    Filters,
+    Preview,
+    Subscription,
+    SubscriptionCreate,
+    SubscriptionUpdate,
+)
+from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.events import EVENT_NAMES, envelope
+from tms.services.runs import completed_event
 from tms.store import webhooks as store
+from tms.webhooks import chat
 from tms.webhooks.safety import literal_address_problem, url_problem
 from tms.webhooks.signing import STANDARD_PREFIX, decode_standard_secret
 
@@ -44,6 +60,8 @@ def subscription_from_row(row: Row) -> Subscription:
         events=json.loads(row["events"]),
         active=bool(row["active"]),
         has_secret=bool(row["has_secret"]),
+        format=row["format"],
+        filters=msgspec.convert(json.loads(row["filters"] or "{}"), Filters),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -70,6 +88,15 @@ def _check_events(events: list[str]) -> list[str]:
             f"unknown event {unknown[0]!r}; known events: {', '.join(EVENT_NAMES)}", field="events"
         )
     return list(dict.fromkeys(events))
+
+
+def _filters_json(filters: Filters) -> str:
+    """Clean environment names, duplicates dropped; ``{}`` when nothing is narrowed."""
+    environments = [name.strip() for name in filters.environments]
+    if any(not name for name in environments):
+        raise InvalidInput("environments must not hold blank names", field="filters.environments")
+    filters = Filters(filters.only_failures, filters.only_failed_runs, list(dict.fromkeys(environments)))
+    return msgspec.json.encode(filters).decode() if filters.narrows() else "{}"
 
 
 def _check_secret(secret: str | None) -> str | None:
@@ -112,9 +139,13 @@ async def create_subscription(
             events_json=json.dumps(events),
             secret=secret,
             active=body.active,
+            chat_format=body.format,
+            filters_json=_filters_json(body.filters),
             created_at=now_iso(),
         )
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        await audit.record(tx, tenant_id, "webhook.created", "webhook", subscription_id,
+                           {"url": url, "events": events, "active": body.active, "has_secret": bool(secret)})
     assert row is not None
     return subscription_from_row(row)
 
@@ -131,12 +162,23 @@ async def update_subscription(
         changes["secret"] = _check_secret(body.secret)
     if body.active is not msgspec.UNSET:
         changes["active"] = int(body.active)
+    if body.format is not msgspec.UNSET:
+        changes["format"] = body.format
+    if body.filters is not msgspec.UNSET:
+        changes["filters"] = _filters_json(body.filters)
     async with db.transaction() as tx:
+        before = await store.get_subscription(tx, tenant_id, subscription_id)
         if not await store.update_subscription(tx, tenant_id, subscription_id, changes, now_iso()):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         # the dispatcher caches URL, secret and state of subscriptions with queued work: refresh it
         tx.after_commit(db.outbox_wakeup.set)
         row = await store.get_subscription(tx, tenant_id, subscription_id)
+        assert before is not None and row is not None
+        diff = audit.changes_between(before, row, [f for f in ("url", "events", "active") if f in changes])
+        if "secret" in changes:
+            diff["secret"] = ["(hidden)", "(changed)" if changes["secret"] else None]
+        if diff:
+            await audit.record(tx, tenant_id, "webhook.updated", "webhook", subscription_id, diff)
     assert row is not None
     return subscription_from_row(row)
 
@@ -146,6 +188,7 @@ async def delete_subscription(db: Database, config: Config, tenant_id: str, subs
         if not await store.delete_subscription(tx, tenant_id, subscription_id):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         tx.after_commit(db.outbox_wakeup.set)
+        await audit.record(tx, tenant_id, "webhook.deleted", "webhook", subscription_id)
 
 
 def _delivery(row: Row, attempts: list[Attempt]) -> Delivery:
@@ -214,11 +257,12 @@ async def ping(db: Database, config: Config, tenant_id: str, subscription_id: st
             raise NotFound(f"webhook subscription {subscription_id} not found")
         if not subscription["active"]:
             raise Conflict("the subscription is inactive; activate it before sending a ping")
-        body = envelope(
-            PING_EVENT,
-            tenant_id,
-            {"subscription_id": subscription_id, "message": "Test delivery from TMS: your endpoint is reachable."},
-            at,
+        data = {"subscription_id": subscription_id, "message": "Test delivery from TMS: your endpoint is reachable."}
+        body = envelope(PING_EVENT, tenant_id, data, at)
+        chat_format = subscription["format"]
+        delivery_body = (
+            chat.render(chat_format, PING_EVENT, data, chat.Context(base_url=config.base_url))
+            if chat_format in chat.CHAT_FORMATS else None
         )
         await store.insert_direct_delivery(
             tx,
@@ -228,7 +272,60 @@ async def ping(db: Database, config: Config, tenant_id: str, subscription_id: st
             event_id=event_id,
             event=PING_EVENT,
             body=body,
+            delivery_body=delivery_body,
             at=at,
         )
         tx.after_commit(db.outbox_wakeup.set)
     return await get_delivery(db, config, tenant_id, subscription_id, delivery_id)
+
+
+SAMPLE_RUN: dict[str, Any] = {
+    "run_id": "sample-run", "run_name": "Nightly regression", "project_id": "", "environment": "staging",
+    "total": 120, "passed": 114, "failed": 4, "broken": 1, "skipped": 1,
+}
+SAMPLE_FAILED = [
+    chat.FailedTest("sample-1", "TC-12", "Checkout keeps the cart after login", "FAILED"),
+    chat.FailedTest("sample-2", "TC-31", "Refund of a partial order", "FAILED"),
+    chat.FailedTest(None, None, "test_export_csv[unicode-ü]", "FAILED"),
+    chat.FailedTest("sample-3", "TC-40", "Search by ticket key", "FAILED"),
+    chat.FailedTest("sample-4", "TC-41", "Invoice PDF renders", "BROKEN"),
+]
+
+
+async def _preview_source(db: Database, tenant_id: str) -> tuple[dict[str, Any], list[chat.FailedTest], str | None]:
+    """test_run.completed data of the tenant's latest completed run, its failed tests and project name;
+    a sample run when there is none (empty ``run_id`` marks it)."""
+    run = await store.latest_completed_run(db, tenant_id)
+    if run is None:
+        return dict(SAMPLE_RUN), SAMPLE_FAILED, "Web shop"
+    failed = chat.failed_tests_of(await store.failed_tests(db, tenant_id, run["id"], chat.FAILED_LIST_MAX))
+    project = (await store.project_names(db, [run["project_id"]])).get(run["project_id"])
+    return completed_event(run), failed, project["name"] if project is not None else None
+
+
+def _render_preview(
+    config: Config, tenant_id: str, chat_format: str, source: tuple[dict[str, Any], list[chat.FailedTest], str | None]
+) -> Preview:
+    data, failed, project_name = source
+    if chat_format == "standard":
+        text = envelope("test_run.completed", tenant_id, data).decode()
+    else:
+        context = chat.Context(base_url=config.base_url, project_name=project_name, failed_tests=failed)
+        text = chat.render(chat_format, "test_run.completed", data, context).decode()
+    pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    return Preview(format=chat_format, event="test_run.completed", sample=data["run_id"] == SAMPLE_RUN["run_id"],
+                   body=pretty)
+
+
+async def preview(db: Database, config: Config, tenant_id: str, chat_format: str) -> Preview:
+    """What a subscription of ``chat_format`` posts when a run completes: for the tenant's latest
+    completed run when there is one, else for a sample run (``sample`` true)."""
+    if chat_format not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+    return _render_preview(config, tenant_id, chat_format, await _preview_source(db, tenant_id))
+
+
+async def previews(db: Database, config: Config, tenant_id: str) -> list[Preview]:
+    """The preview of every format at once (the web form shows the chosen one)."""
+    source = await _preview_source(db, tenant_id)
+    return [_render_preview(config, tenant_id, chat_format, source) for chat_format in FORMATS]

@@ -11,6 +11,26 @@ document.addEventListener("click", (event) => {
   });
 });
 document.addEventListener("submit", (event) => {
-  const message = event.target.dataset.confirm;
+  const message = (event.submitter && event.submitter.dataset.confirm) || event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
+});
+// Webhook form: show the message preview of the chosen format.
+document.addEventListener("change", (event) => {
+  const select = event.target.closest("[data-preview-select]");
+  if (!select) return;
+  const form = select.closest("form");
+  if (!form) return;
+  form.querySelectorAll("[data-preview-format]").forEach((block) => {
+    block.hidden = block.dataset.previewFormat !== select.value;
+  });
+});
+// A header checkbox that ticks every checkbox of one name in its form (run results, case picker).
+document.addEventListener("change", (event) => {
+  const all = event.target.closest("[data-check-all]");
+  if (!all) return;
+  const form = all.closest("form");
+  if (!form) return;
+  form.querySelectorAll(`input[type=checkbox][name="${all.dataset.checkAll}"]`).forEach((box) => {
+    box.checked = all.checked;
+  });
 });

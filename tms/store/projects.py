@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from tms.db import Database, Row, Transaction
 
 # test_cases_count is computed, never stored, so it can never drift from the library.
 _PROJECT_COLUMNS = (
-    "p.id, p.name, p.description, p.active, p.environments, p.created_at, p.updated_at, "
+    "p.id, p.name, p.description, p.active, p.environments, p.created_at, p.updated_at, p.archived_at, "
     "(SELECT COUNT(*) FROM test_cases c WHERE c.tenant_id = p.tenant_id AND c.project_id = p.id) "
     "AS test_cases_count"
 )
@@ -69,3 +71,62 @@ async def project_exists(db: Database | Transaction, tenant_id: str, project_id:
     return bool(
         await db.fetch_value("SELECT 1 FROM projects WHERE tenant_id = ? AND id = ?", (tenant_id, project_id))
     )
+
+
+async def archived_at(db: Database | Transaction, tenant_id: str, project_id: str) -> tuple[bool, str | None]:
+    """(exists, archived_at): one indexed look-up for the checks before a new run or ingest."""
+    row = await db.fetch_one(
+        "SELECT archived_at FROM projects WHERE tenant_id = ? AND id = ?", (tenant_id, project_id)
+    )
+    return (False, None) if row is None else (True, row["archived_at"])
+
+
+async def update_project(tx: Transaction, tenant_id: str, project_id: str, changes: dict[str, Any]) -> int:
+    allowed = {"name", "description", "environments", "archived_at", "active", "updated_at"}
+    if set(changes) - allowed:
+        raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    return await tx.execute(
+        f"UPDATE projects SET {assignments} WHERE tenant_id = ? AND id = ?",
+        (*changes.values(), tenant_id, project_id),
+    )
+
+
+async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> dict[str, Any]:
+    """Deletes the project with everything it holds; returns what went (counts, and the storage
+    names of attachment files, which the caller removes from disk once the transaction commits).
+
+    Runs, their results, unlinked results, milestones, plans (and sections) go by the foreign keys'
+    ON DELETE CASCADE. Attachments have no foreign key to the result tables, and a case's project
+    link is ON DELETE SET NULL (a case outlives a project deleted by other means), so those two are
+    deleted here explicitly. AI generations stay (their project link becomes NULL): they are the
+    month's quota reservations, and deleting them would hand the quota back.
+    """
+    params = (tenant_id, project_id)
+    runs = await tx.fetch_value("SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", params)
+    attachments = await tx.fetch_all(
+        "DELETE FROM attachments WHERE tenant_id = ? AND result_id IN ("
+        "SELECT r.id FROM test_runs t JOIN test_results r ON r.run_id = t.id "
+        "WHERE t.tenant_id = ? AND t.project_id = ? "
+        "UNION ALL SELECT n.id FROM test_runs t JOIN unlinked_test_results n ON n.run_id = t.id "
+        "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name",
+        (tenant_id, *params, *params),
+    )
+    # results first, by run (indexed), rather than through the cascade's per-run look-ups
+    await tx.execute(
+        "DELETE FROM test_results WHERE run_id IN (SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
+        params,
+    )
+    await tx.execute(
+        "DELETE FROM unlinked_test_results WHERE run_id IN "
+        "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
+        params,
+    )
+    cases = await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND project_id = ?", params)
+    await tx.execute("DELETE FROM projects WHERE tenant_id = ? AND id = ?", params)
+    return {
+        "cases": cases,
+        "runs": int(runs),
+        "attachments": len(attachments),
+        "storage_names": [row["storage_name"] for row in attachments],
+    }

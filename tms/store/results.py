@@ -77,11 +77,16 @@ def _parameters(rows: Iterable[LinkedRow] | Iterable[UnlinkedRow]) -> Iterator[t
 
 
 # Last write wins: every reported field is replaced; id and created_at stay those of the first write.
+# case_version is stamped here, for every writer of results: the case's version at the time of the write
+# (one primary-key lookup per row; the parameter of test_case_id is reused by its number).
+_CASE_PARAM = f"?{LINKED_COLUMNS.index('test_case_id') + 1}"
 _UPSERT = (
-    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}) VALUES ({', '.join('?' * len(LINKED_COLUMNS))}) "
+    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}, case_version) "
+    f"VALUES ({', '.join(f'?{i}' for i in range(1, len(LINKED_COLUMNS) + 1))}, "
+    f"(SELECT version FROM test_cases WHERE id = {_CASE_PARAM})) "
     "ON CONFLICT (run_id, test_case_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in LINKED_COLUMNS if c not in ("id", "tenant_id", "run_id",
-                                                                             "test_case_id", "created_at"))
+    + ", ".join(f"{c} = excluded.{c}" for c in (*LINKED_COLUMNS, "case_version")
+                if c not in ("id", "tenant_id", "run_id", "test_case_id", "created_at"))
 )
 _INSERT_UNLINKED = (
     f"INSERT INTO unlinked_test_results ({', '.join(UNLINKED_COLUMNS)}) "
@@ -89,10 +94,13 @@ _INSERT_UNLINKED = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint"
 )
-_UNLINKED_LIST_COLUMNS = _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
-                                               "NULL AS test_case_code")
+_UNLINKED_LIST_COLUMNS = (
+    _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")
+    .replace("case_version", "NULL AS case_version") + ", NULL AS assignee_id, NULL AS step_results"
+)
+_LIST_COLUMNS += ", assignee_id, step_results"
 
 
 async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
@@ -119,17 +127,83 @@ async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -
     return {case_id: (result_id, status) for case_id, result_id, status in _triples.decode(packed or "[]")}
 
 
-async def list_for_run(db: Database, tenant_id: str, run_id: str) -> list[Row]:
-    """Every row of the run: linked ones first, then unlinked, each in the order they were stored."""
+# A run's rows, read off the run indexes alone. test_results' (run_id, test_case_id) index has no
+# tenant_id, so the run is checked against the tenant once per query (a scalar subquery) instead of
+# per row; unlinked_test_results' (run_id, tenant_id) index has it, and lists in rowid order.
+_WHERE_RUN = {
+    "test_results": "run_id = (SELECT id FROM test_runs WHERE id = ? AND tenant_id = ?)",
+    "unlinked_test_results": "run_id = ? AND tenant_id = ?",
+}
+
+
+async def _page_of(db: Database, table: str, columns: str, run: tuple[str, str], status: str | None,
+                   limit: int, offset: int) -> list[Row]:
+    """One page of one table's rows of the run in stored (rowid) order, optionally of one status.
+
+    The inner query skips ``offset`` entries of the run index (sorting rowids at most, never whole
+    rows); the outer one reads just the page. ``table`` and ``columns`` are this module's constants.
+    """
+    where, params = _WHERE_RUN[table], [*run]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    return await db.fetch_all(
+        f"SELECT {columns} FROM {table} WHERE rowid IN "
+        f"(SELECT rowid FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
+        (*params, limit, offset),
+    )
+
+
+async def count_for_run(db: Database, tenant_id: str, run_id: str) -> tuple[int, int]:
+    """(linked, unlinked) rows of the run as stored now (the retention sweep may have removed some)."""
+    row = await db.fetch_one(
+        f"SELECT (SELECT COUNT(*) FROM test_results WHERE {_WHERE_RUN['test_results']}) AS linked, "
+        f"(SELECT COUNT(*) FROM unlinked_test_results WHERE {_WHERE_RUN['unlinked_test_results']}) AS unlinked",
+        (run_id, tenant_id, run_id, tenant_id),
+    )
+    assert row is not None
+    return int(row["linked"]), int(row["unlinked"])
+
+
+async def page_for_run(
+    db: Database, tenant_id: str, run_id: str, *, limit: int, offset: int, linked_total: int,
+    status: str | None = None, unlinked: bool | None = None,
+) -> list[Row]:
+    """One page of the run's results: linked ones first, then unlinked, each in the order they were
+    stored. ``linked_total`` (from ``count_for_run``) says where the unlinked ones start; ``unlinked``
+    True or False pages through that table alone (the web page shows them apart)."""
+    run = (run_id, tenant_id)
+    if unlinked is not None:
+        table, columns = ("unlinked_test_results", _UNLINKED_LIST_COLUMNS) if unlinked else (
+            "test_results", _LIST_COLUMNS)
+        return await _page_of(db, table, columns, run, status, limit, offset)
+    rows: list[Row] = []
+    if offset < linked_total:
+        rows = await _page_of(db, "test_results", _LIST_COLUMNS, run, status, limit, offset)
+    if len(rows) < limit:
+        rows += await _page_of(db, "unlinked_test_results", _UNLINKED_LIST_COLUMNS, run, status,
+                               limit - len(rows), max(0, offset - linked_total))
+    return rows
+
+
+async def filtered_for_run(db: Database, tenant_id: str, run_id: str, *, assignee_id: str | None,
+                           status: str | None) -> list[Row]:
+    """Every row of the run with this assignee and/or status: linked ones first, then unlinked (which
+    are never assigned to anyone), each in the order they were stored."""
+    where, params = "run_id = ? AND tenant_id = ?", [run_id, tenant_id]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    linked_where, linked_params = where, list(params)
+    if assignee_id is not None:
+        linked_where += " AND assignee_id = ?"
+        linked_params.append(assignee_id)
     linked = await db.fetch_all(
-        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE run_id = ? AND tenant_id = ? ORDER BY rowid",
-        (run_id, tenant_id),
-    )
+        f"SELECT {_LIST_COLUMNS} FROM test_results WHERE {linked_where} ORDER BY rowid", linked_params)
+    if assignee_id is not None:
+        return linked
     unlinked = await db.fetch_all(
-        f"SELECT {_UNLINKED_LIST_COLUMNS} FROM unlinked_test_results WHERE run_id = ? AND tenant_id = ? "
-        "ORDER BY rowid",
-        (run_id, tenant_id),
-    )
+        f"SELECT {_UNLINKED_LIST_COLUMNS} FROM unlinked_test_results WHERE {where} ORDER BY rowid", params)
     return linked + unlinked
 
 
@@ -146,3 +220,26 @@ async def tenants_with_unlinked_results(db: Database) -> list[str]:
     """Tenants that hold any unlinked result (read off the sweep index, one entry per tenant)."""
     rows = await db.fetch_all("SELECT DISTINCT tenant_id FROM unlinked_test_results")
     return [row["tenant_id"] for row in rows]
+
+
+_INSERT_PLACEHOLDER = (
+    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}) VALUES ({', '.join('?' * len(LINKED_COLUMNS))}) "
+    "ON CONFLICT (run_id, test_case_id) DO NOTHING"
+)
+
+
+async def insert_placeholders(tx: Transaction, rows: Iterable[LinkedRow]) -> int:
+    """UNKNOWN rows for cases added to a run; a case the run already holds keeps its row (and result).
+    Returns the number of rows inserted."""
+    return await tx.executemany(_INSERT_PLACEHOLDER, _parameters(rows))
+
+
+async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Row]:
+    """Deletes the run's rows of these cases; returns (id, status) of each deleted row."""
+    if not case_ids:
+        return []
+    return await tx.fetch_all(
+        "DELETE FROM test_results WHERE run_id = ? AND tenant_id = ? "
+        "AND test_case_id IN (SELECT value FROM json_each(?)) RETURNING id, status",
+        (run_id, tenant_id, json.dumps(case_ids)),
+    )

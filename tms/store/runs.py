@@ -9,7 +9,7 @@ from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
-    "results_passed, results_failed, results_broken, results_skipped, results_unknown"
+    "results_passed, results_failed, results_broken, results_skipped, results_unknown, milestone_id, plan_id, summary"
 )
 COUNT_COLUMNS = ("results_total", "results_passed", "results_failed", "results_broken", "results_skipped",
                  "results_unknown")
@@ -21,10 +21,12 @@ async def get_run(db: Database | Transaction, tenant_id: str, run_id: str) -> Ro
 
 
 async def list_runs(
-    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int
+    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int,
+    milestone_id: str | None = None, plan_id: str | None = None,
 ) -> tuple[list[Row], int]:
     """One page of runs in creation order, and the total matching the filters."""
-    where, params = equality_filters(tenant_id, project_id=project_id, status=status)
+    where, params = equality_filters(tenant_id, project_id=project_id, status=status, milestone_id=milestone_id,
+                                     plan_id=plan_id)
     return await page_in_creation_order(db, "test_runs", COLUMNS, where, params, limit, offset)
 
 
@@ -39,17 +41,21 @@ async def insert_run(
     status: str,
     created_at: str,
     counts: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0),
+    milestone_id: str | None = None,
+    plan_id: str | None = None,
 ) -> None:
     completed_at = created_at if status == "COMPLETED" else None
     await tx.execute(
         f"INSERT INTO test_runs (id, tenant_id, project_id, name, environment, status, created_at, updated_at, "
-        f"completed_at, {', '.join(COUNT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, tenant_id, project_id, name, environment, status, created_at, created_at, completed_at, *counts),
+        f"completed_at, {', '.join(COUNT_COLUMNS)}, milestone_id, plan_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, tenant_id, project_id, name, environment, status, created_at, created_at, completed_at, *counts,
+         milestone_id, plan_id),
     )
 
 
 async def update_run(tx: Transaction, tenant_id: str, run_id: str, changes: dict[str, Any]) -> int:
-    allowed = {"name", "environment", "status", "updated_at", "completed_at"}
+    allowed = {"name", "environment", "status", "updated_at", "completed_at", "milestone_id", "summary"}
     if set(changes) - allowed:
         raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
     assignments = ", ".join(f"{column} = ?" for column in changes)
@@ -71,3 +77,17 @@ async def add_results(
         "WHERE tenant_id = ? AND id = ?",
         (*deltas, at, tenant_id, run_id),
     )
+
+
+async def shift_counts(
+    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
+) -> None:
+    """Adds to the run's counts without touching its status (cases added to or removed from a run)."""
+    await tx.execute(
+        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
+        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
+        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ? "
+        "WHERE tenant_id = ? AND id = ?",
+        (*deltas, at, tenant_id, run_id),
+    )
+

@@ -45,8 +45,10 @@ async def find_token_by_prefix(db: Database, prefix: str) -> Row | None:
 
 async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
     return await db.fetch_all(
-        "SELECT id, name, prefix, scopes, created_at, last_used_at, revoked_at FROM api_tokens "
-        "WHERE tenant_id = ? ORDER BY revoked_at IS NOT NULL, created_at DESC",
+        "SELECT t.id, t.name, t.prefix, t.scopes, t.created_at, t.last_used_at, t.revoked_at, t.created_by, "
+        "COALESCE(NULLIF(u.name, ''), u.email) AS created_by_name FROM api_tokens t "
+        "LEFT JOIN users u ON u.id = t.created_by "
+        "WHERE t.tenant_id = ? ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC",
         (tenant_id,),
     )
 

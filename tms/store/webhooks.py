@@ -13,7 +13,9 @@ from typing import Any
 
 from tms.db import Database, Row, Transaction
 
-_SUBSCRIPTION_COLUMNS = "id, url, events, secret IS NOT NULL AS has_secret, active, created_at, updated_at"
+_SUBSCRIPTION_COLUMNS = (
+    "id, url, events, secret IS NOT NULL AS has_secret, active, format, filters, created_at, updated_at"
+)
 _DELIVERY_COLUMNS = (
     "id, subscription_id, event_id, event, status, attempts, last_status_code, last_error, "
     "next_attempt_at, created_at, delivered_at"
@@ -50,16 +52,19 @@ async def insert_subscription(
     events_json: str,
     secret: str | None,
     active: bool,
+    chat_format: str,
+    filters_json: str,
     created_at: str,
 ) -> None:
     await tx.execute(
-        "INSERT INTO webhook_subscriptions (id, tenant_id, url, events, secret, active, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (subscription_id, tenant_id, url, events_json, secret, int(active), created_at, created_at),
+        "INSERT INTO webhook_subscriptions (id, tenant_id, url, events, secret, active, format, filters, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (subscription_id, tenant_id, url, events_json, secret, int(active), chat_format, filters_json,
+         created_at, created_at),
     )
 
 
-_UPDATABLE = ("url", "events", "secret", "active")
+_UPDATABLE = ("url", "events", "secret", "active", "format", "filters")
 
 
 async def update_subscription(
@@ -134,17 +139,19 @@ async def insert_direct_delivery(
     event_id: str,
     event: str,
     body: bytes,
+    delivery_body: bytes | None,
     at: str,
 ) -> None:
-    """An event meant for one subscription only (ping): stored already fanned out, plus its delivery."""
+    """An event meant for one subscription only (ping): stored already fanned out, plus its delivery
+    (``delivery_body``: the chat message a chat subscription is sent instead of the event's body)."""
     await tx.execute(
         "INSERT INTO events (id, tenant_id, event, body, created_at, fanned_out) VALUES (?, ?, ?, ?, ?, 1)",
         (event_id, tenant_id, event, body, at),
     )
     await tx.execute(
         "INSERT INTO webhook_deliveries (id, tenant_id, subscription_id, event_id, event, status, attempts, "
-        "next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-        (delivery_id, tenant_id, subscription_id, event_id, event, at, at),
+        "next_attempt_at, created_at, body) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+        (delivery_id, tenant_id, subscription_id, event_id, event, at, at, delivery_body),
     )
 
 
@@ -163,10 +170,10 @@ async def unfanned_event_ids(tx: Transaction, limit: int) -> list[str]:
 
 
 async def fan_out_targets(tx: Transaction, event_ids: Sequence[str]) -> list[Row]:
-    """(event_id, tenant_id, event, subscription_id) for each active subscription of each event's tenant
-    that subscribes to that event name."""
+    """(event_id, tenant_id, event, subscription_id, format, filters) for each active subscription of
+    each event's tenant that subscribes to that event name."""
     return await tx.fetch_all(
-        "SELECT e.id AS event_id, e.tenant_id, e.event, s.id AS subscription_id "
+        "SELECT e.id AS event_id, e.tenant_id, e.event, s.id AS subscription_id, s.format, s.filters "
         "FROM events e JOIN webhook_subscriptions s ON s.tenant_id = e.tenant_id AND s.active = 1 "
         f"WHERE e.id IN ({_marks(len(event_ids))}) "
         "AND EXISTS (SELECT 1 FROM json_each(s.events) j WHERE j.value = e.event) "
@@ -175,13 +182,18 @@ async def fan_out_targets(tx: Transaction, event_ids: Sequence[str]) -> list[Row
     )
 
 
-async def insert_deliveries(tx: Transaction, rows: list[tuple[str, str, str, str, str, str, str]]) -> None:
-    """(id, tenant_id, subscription_id, event_id, event, next_attempt_at, created_at); a delivery that
-    already exists for the (event, subscription) pair is kept, so fanning out twice is harmless."""
+async def insert_deliveries(tx: Transaction, rows: list[dict[str, Any]]) -> None:
+    """Rows of ``id, tenant_id, subscription_id, event_id, event, next_attempt_at, created_at, body``
+    (body None: the event's own); a delivery that already exists for the (event, subscription) pair
+    is kept, so fanning out twice is harmless."""
     await tx.executemany(
         "INSERT OR IGNORE INTO webhook_deliveries (id, tenant_id, subscription_id, event_id, event, status, "
-        "attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-        rows,
+        "attempts, next_attempt_at, created_at, body) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+        [
+            (r["id"], r["tenant_id"], r["subscription_id"], r["event_id"], r["event"], r["next_attempt_at"],
+             r["created_at"], r["body"])
+            for r in rows
+        ],
     )
 
 
@@ -197,7 +209,7 @@ async def due_deliveries(
     with a large backlog cannot crowd the others out of the batch. One short index range per
     subscription: the cost does not grow with the backlog."""
     return await db.fetch_all(
-        "SELECT d.id, d.subscription_id, d.event, d.attempts, d.retry_base, e.body "
+        "SELECT d.id, d.subscription_id, d.event, d.attempts, d.retry_base, COALESCE(d.body, e.body) AS body "
         "FROM webhook_subscriptions s JOIN webhook_deliveries d ON d.id IN ("
         " SELECT x.id FROM webhook_deliveries x"
         " WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= ?"
@@ -250,4 +262,62 @@ async def record_attempts(tx: Transaction, attempts: list[dict[str, Any]]) -> No
              a["delivery_id"])
             for a in attempts
         ],
+    )
+
+
+# --- what chat messages and filters need (read inside the fan-out transaction) --------------------
+
+
+async def event_bodies(tx: Transaction, event_ids: Sequence[str]) -> dict[str, bytes]:
+    if not event_ids:
+        return {}
+    rows = await tx.fetch_all(
+        f"SELECT id, body FROM events WHERE id IN ({_marks(len(event_ids))})", tuple(event_ids)
+    )
+    return {row["id"]: bytes(row["body"]) for row in rows}
+
+
+async def runs_brief(db: Database | Transaction, run_ids: Sequence[str]) -> dict[str, Row]:
+    """id -> tenant_id, project_id, environment of the given runs (ids taken from the tenants' own events)."""
+    if not run_ids:
+        return {}
+    rows = await db.fetch_all(
+        f"SELECT id, tenant_id, project_id, environment FROM test_runs WHERE id IN ({_marks(len(run_ids))})",
+        tuple(run_ids),
+    )
+    return {row["id"]: row for row in rows}
+
+
+async def project_names(db: Database | Transaction, project_ids: Sequence[str]) -> dict[str, Row]:
+    """id -> tenant_id, name."""
+    if not project_ids:
+        return {}
+    rows = await db.fetch_all(
+        f"SELECT id, tenant_id, name FROM projects WHERE id IN ({_marks(len(project_ids))})", tuple(project_ids)
+    )
+    return {row["id"]: row for row in rows}
+
+
+async def failed_tests(db: Database | Transaction, tenant_id: str, run_id: str, limit: int) -> list[Row]:
+    """Up to ``limit`` FAILED or BROKEN results of a run, linked ones first (each table read through
+    its run index)."""
+    return await db.fetch_all(
+        "SELECT * FROM ("
+        " SELECT test_case_id, test_case_code, title, status FROM test_results"
+        " WHERE run_id = ? AND tenant_id = ? AND status IN ('FAILED', 'BROKEN') LIMIT ?"
+        ") UNION ALL SELECT * FROM ("
+        " SELECT NULL, NULL, title, status FROM unlinked_test_results"
+        " WHERE run_id = ? AND tenant_id = ? AND status IN ('FAILED', 'BROKEN') LIMIT ?"
+        ") LIMIT ?",
+        (run_id, tenant_id, limit, run_id, tenant_id, limit, limit),
+    )
+
+
+async def latest_completed_run(db: Database, tenant_id: str) -> Row | None:
+    """The tenant's most recently completed run with the fields of test_run.completed (for a preview)."""
+    return await db.fetch_one(
+        "SELECT id, name, project_id, environment, results_total, results_passed, results_failed, "
+        "results_broken, results_skipped FROM test_runs WHERE tenant_id = ? AND status = 'COMPLETED' "
+        "ORDER BY completed_at DESC, id DESC LIMIT 1",
+        (tenant_id,),
     )

@@ -27,7 +27,7 @@ async def home(request: AnyRequest, project_id: str | None = None) -> Template:
     else:
         project = await project_service.get_active_project(db, tenant)
     if project is None:
-        projects = await project_service.list_projects(db, tenant)
+        projects = await project_service.list_open_projects(db, tenant)
         return render(request, "dashboard/empty.html", active_nav="dashboard", projects=projects)
     board = await dashboard_service.project_dashboard(db, tenant, project.id)
     oldest_first = list(reversed(board.recent_runs))

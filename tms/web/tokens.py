@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.services import audit
 from tms.services import tokens as token_service
 from tms.services.errors import DomainError, NotFound
 from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of, user_of
@@ -21,7 +22,9 @@ async def _page(request: AnyRequest, *, form: dict | None = None, errors: dict[s
     tokens = await token_service.list_tokens(db_of(request), tenant_of(request))
     for token in tokens:
         token["scope_list"] = token["scopes"].split(",")
+    history, _, _, _ = await audit.list_entries(db_of(request), tenant_of(request), entity_type="token", limit=30)
     template = render(request, "settings/tokens.html", status_code=status_code, active_nav="settings",
+                      history=history,
                       settings_nav="tokens", tokens=tokens, new_token=new_token,
                       form=form or {"scopes": ["read"]}, errors=errors or {}, scopes=token_service.SCOPES)
     if new_token:

@@ -11,7 +11,7 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
-from tms.models.webhooks import SubscriptionCreate, SubscriptionUpdate
+from tms.models.webhooks import FORMATS, SubscriptionCreate, SubscriptionUpdate
 from tms.services import webhooks as webhook_service
 from tms.services.errors import Conflict, DomainError, NotFound
 from tms.services.events import EVENT_NAMES
@@ -26,6 +26,16 @@ EVENT_HELP = {
 }
 
 
+FORMAT_LABELS = {
+    "standard": "Standard JSON event (signed envelope)",
+    "slack": "Slack incoming webhook",
+    "teams": "Microsoft Teams (Workflows / incoming webhook, Adaptive Card)",
+    "google_chat": "Google Chat incoming webhook",
+}
+
+FORMAT_NAMES = {"standard": "Standard", "slack": "Slack", "teams": "Teams", "google_chat": "Google Chat"}
+
+
 def _config(request: AnyRequest) -> Any:
     return request.app.state.config
 
@@ -33,16 +43,47 @@ def _config(request: AnyRequest) -> Any:
 def _form(single: dict[str, str], multi: dict[str, list[str]]) -> dict[str, Any]:
     return {"url": single.get("url", "").strip(), "events": multi.get("events", []),
             "secret": single.get("secret", ""), "active": single.get("active") == "on",
-            "remove_secret": single.get("remove_secret") == "on"}
+            "remove_secret": single.get("remove_secret") == "on",
+            "format": single.get("format", "standard"),
+            "only_failures": single.get("only_failures") == "on",
+            "only_failed_runs": single.get("only_failed_runs") == "on",
+            "environments": single.get("environments", "")}
+
+
+def _filters(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's filter fields as the API's ``filters`` object (environments comma-separated)."""
+    names = [name.strip() for name in form["environments"].split(",")]
+    return {"only_failures": form["only_failures"], "only_failed_runs": form["only_failed_runs"],
+            "environments": [name for name in names if name]}
+
+
+def _form_of(subscription: Any) -> dict[str, Any]:
+    return {"url": subscription.url, "events": subscription.events, "active": subscription.active,
+            "format": subscription.format, "only_failures": subscription.filters.only_failures,
+            "only_failed_runs": subscription.filters.only_failed_runs,
+            "environments": ", ".join(subscription.filters.environments)}
+
+
+def _errors(errors: dict[str, str]) -> dict[str, str]:
+    """Errors about ``filters`` (a model or service path) are shown next to the environments field."""
+    shown = {("environments" if key.startswith("filters") else key): text for key, text in errors.items()}
+    if "format" in shown:
+        shown["format"] = "Choose one of the listed formats."
+    return shown
+
+
+async def _previews(request: AnyRequest) -> dict[str, Any]:
+    previews = await webhook_service.previews(db_of(request), _config(request), tenant_of(request))
+    return {"previews": previews, "formats": FORMATS, "format_labels": FORMAT_LABELS, "format_names": FORMAT_NAMES}
 
 
 async def _list_page(request: AnyRequest, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     subscriptions = await webhook_service.list_subscriptions(db_of(request), _config(request), tenant_of(request))
+    form = form or {"events": list(EVENT_NAMES[:2]), "active": True, "format": "standard", "environments": ""}
     return render(request, "webhooks/list.html", status_code=status_code, active_nav="settings",
                   settings_nav="webhooks", subscriptions=subscriptions, event_names=EVENT_NAMES,
-                  event_help=EVENT_HELP, form=form or {"events": list(EVENT_NAMES[:2]), "active": True},
-                  errors=errors or {})
+                  event_help=EVENT_HELP, form=form, errors=_errors(errors or {}), **await _previews(request))
 
 
 @get("/")
@@ -54,7 +95,8 @@ async def webhooks_page(request: AnyRequest) -> Template:
 async def create_webhook(request: AnyRequest) -> Template | Redirect:
     form = _form(*await form_of(request))
     body, errors = convert(SubscriptionCreate, {"url": form["url"], "events": form["events"],
-                                                "secret": form["secret"] or None, "active": form["active"]})
+                                                "secret": form["secret"] or None, "active": form["active"],
+                                                "format": form["format"], "filters": _filters(form)})
     if body is not None:
         try:
             created = await webhook_service.create_subscription(db_of(request), _config(request),
@@ -78,12 +120,12 @@ async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str
     except NotFound as exc:
         raise not_found("webhook") from exc
     if form is None:
-        form = {"url": subscription.url, "events": subscription.events, "active": subscription.active}
+        form = _form_of(subscription)
     # no auto-refresh while deliveries are pending: it would wipe an edit in progress; a link reloads
     template = render(request, "webhooks/detail.html", status_code=status_code, active_nav="settings",
                       settings_nav="webhooks", subscription=subscription, deliveries=deliveries,
-                      event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=errors or {},
-                      pending=any(d.status == "pending" for d in deliveries))
+                      event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=_errors(errors or {}),
+                      pending=any(d.status == "pending" for d in deliveries), **await _previews(request))
     return template
 
 
@@ -95,7 +137,8 @@ async def webhook_page(request: AnyRequest, subscription_id: str) -> Template:
 @post("/{subscription_id:str}", status_code=303)
 async def update_webhook(request: AnyRequest, subscription_id: str) -> Template | Redirect:
     form = _form(*await form_of(request))
-    data: dict[str, Any] = {"url": form["url"], "events": form["events"], "active": form["active"]}
+    data: dict[str, Any] = {"url": form["url"], "events": form["events"], "active": form["active"],
+                            "format": form["format"], "filters": _filters(form)}
     if form["remove_secret"]:
         data["secret"] = None
     elif form["secret"]:

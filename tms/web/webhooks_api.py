@@ -1,4 +1,4 @@
-"""/api/webhooks: the internal, session-authenticated webhook management API (CONTRACT.md).
+"""/api/webhooks: the internal, session-authenticated webhook management API (docs/api.md).
 
 A session only: a Bearer token gets 401, and unsafe methods need the CSRF header
 (``session_api_guard``). Handlers are thin; the rules live in ``tms.services.webhooks``.
@@ -14,6 +14,8 @@ from litestar.params import JSONBody, Parameter
 from tms.models.webhooks import (
     DeliveryEnvelope,
     DeliveryList,
+    Format,
+    PreviewEnvelope,
     SubscriptionCreate,
     SubscriptionEnvelope,
     SubscriptionList,
@@ -33,6 +35,11 @@ def _ctx(request: AnyRequest) -> tuple[Any, Any, str]:
 @get("/", summary="List webhook subscriptions")
 async def list_subscriptions(request: AnyRequest) -> SubscriptionList:
     return SubscriptionList(data=await service.list_subscriptions(*_ctx(request)))
+
+
+@get("/preview", summary="The message a subscription of this format posts when a run completes")
+async def preview(request: AnyRequest, format: Format = "standard") -> PreviewEnvelope:
+    return PreviewEnvelope(data=await service.preview(*_ctx(request), format))
 
 
 @post("/", summary="Create a webhook subscription")
@@ -80,6 +87,7 @@ def router() -> Router:
         path="/api/webhooks",
         route_handlers=[
             list_subscriptions,
+            preview,
             create_subscription,
             update_subscription,
             delete_subscription,

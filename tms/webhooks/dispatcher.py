@@ -41,10 +41,10 @@ from urllib.parse import urlsplit
 
 from tms.config import Config
 from tms.db import Database
-from tms.ids import iso, new_id, now_iso
+from tms.ids import iso, now_iso
 from tms.metrics import DELIVERIES
 from tms.store import webhooks as store
-from tms.webhooks import delivery
+from tms.webhooks import delivery, fanout
 from tms.webhooks.gauge import RequestGauge
 from tms.webhooks.safety import GuardedTransport, make_ssl_context, make_transport
 
@@ -91,6 +91,7 @@ class Dispatcher:
         self._max_retries = int(config.get("webhooks.max_retries"))
         self._allow_private = bool(config.get("webhooks.allow_private_targets"))
         self._https_only = config.production
+        self._base_url = config.base_url  # links in chat messages point into the web UI
         self._max_in_flight = max_in_flight
         self._per_subscription = per_subscription
         # while the server answers requests, at most busy_rate attempts start per second (tms.webhooks.gauge)
@@ -190,22 +191,14 @@ class Dispatcher:
                     self._dirty = True
 
     async def _fan_out(self) -> None:
-        """One delivery per (event, active subscription to it); events without one are just marked."""
+        """Deliveries for new events, in short batches; events nobody is sent are just marked."""
         while await store.any_unfanned_event(self._db):
             async with self._db.transaction() as tx:
                 event_ids = await store.unfanned_event_ids(tx, FANOUT_BATCH)
                 if not event_ids:
                     return
-                at = now_iso()
-                targets = await store.fan_out_targets(tx, event_ids)
-                await store.insert_deliveries(
-                    tx,
-                    [
-                        (new_id(), t["tenant_id"], t["subscription_id"], t["event_id"], t["event"], at, at)
-                        for t in targets
-                    ],
-                )
-                await store.mark_fanned_out(tx, event_ids)
+                # filters and chat formats decide per subscription (tms.webhooks.fanout)
+                await fanout.fan_out(tx, event_ids, self._base_url)
 
     async def _refill(self) -> None:
         """Loads due deliveries into the buffer, and fresh URL, secret and state of their subscriptions."""

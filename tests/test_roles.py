@@ -1,0 +1,139 @@
+"""Role checks, route by route: every unsafe web route (forms and the session JSON API) refuses the
+roles below the one it needs with 403, even for a crafted post with a valid CSRF token; admin pages
+refuse testers even to read. The table must name every such route (a test enforces it), like the
+tenant-isolation table does for path parameters.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, Tenant, make_tenant_on
+from tests.team_helpers import Member, add_member, web_as
+
+ROLES = ("viewer", "tester", "admin", "owner")
+
+# (method, path, least role). Ids in paths need not exist: the role check runs before the handler.
+UNSAFE_ROUTES = [
+    ("POST", "/projects", "tester"),
+    ("POST", "/projects/{id}/activate", "tester"),
+    ("POST", "/cases/new", "tester"),
+    ("POST", "/cases/{id}/edit", "tester"),
+    ("POST", "/cases/{id}/status", "tester"),
+    ("POST", "/cases/{id}/retest", "tester"),
+    ("POST", "/runs/new", "tester"),
+    ("POST", "/runs/{id}/complete", "tester"),
+    ("POST", "/runs/{id}/add", "tester"),
+    ("POST", "/runs/{id}/bulk", "tester"),
+    ("POST", "/results/{id}/execute", "tester"),
+    ("POST", "/api/results/{id}/attachments", "tester"),
+    ("POST", "/ai/generate", "tester"),
+    ("POST", "/ai/generations/{id}", "tester"),
+    ("POST", "/settings/tokens", "admin"),
+    ("POST", "/settings/tokens/{id}/revoke", "admin"),
+    ("POST", "/settings/webhooks", "admin"),
+    ("POST", "/settings/webhooks/{id}", "admin"),
+    ("POST", "/settings/webhooks/{id}/pause", "admin"),
+    ("POST", "/settings/webhooks/{id}/resume", "admin"),
+    ("POST", "/settings/webhooks/{id}/delete", "admin"),
+    ("POST", "/settings/webhooks/{id}/ping", "admin"),
+    ("POST", "/settings/webhooks/{id}/deliveries/{id}/redeliver", "admin"),
+    ("POST", "/settings/integrations", "admin"),
+    ("POST", "/settings/integrations/{id}/secret", "admin"),
+    ("POST", "/settings/integrations/{id}/delete", "admin"),
+    ("POST", "/settings/team/invite", "admin"),
+    ("POST", "/settings/team/invitations/{id}/revoke", "admin"),
+    ("POST", "/settings/team/{id}/role", "admin"),
+    ("POST", "/settings/team/{id}/active", "admin"),
+    ("POST", "/settings/team/{id}/reset", "admin"),
+    ("POST", "/api/webhooks", "admin"),
+    ("PATCH", "/api/webhooks/{id}", "admin"),
+    ("DELETE", "/api/webhooks/{id}", "admin"),
+    ("POST", "/api/webhooks/{id}/ping", "admin"),
+    ("POST", "/api/webhooks/{id}/deliveries/{id}/redeliver", "admin"),
+    ("POST", "/account", "viewer"),
+]
+ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
+               "/settings/audit", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
+               "/settings/integrations/{id}"]
+# unsafe routes outside the role model, with the reason
+NOT_ROLE_CHECKED = {
+    "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",
+    "/invitations/{secret:str}": "the invitation link is the credential",
+    "/password-reset/{secret:str}": "the reset link is the credential",
+    "/api/integrations/{integration_id:str}": "tracker webhooks, signed with the integration's secret",
+}
+
+
+@pytest.fixture(scope="module")
+def team(server: ServerProcess) -> tuple[Tenant, dict[str, Member]]:
+    tenant = make_tenant_on(server, "Roles")
+    return tenant, {role: add_member(tenant, role) for role in ("viewer", "tester", "admin")}
+
+
+def _denied(least: str) -> list[str]:
+    return [role for role in ROLES[:ROLES.index(least)] if role != "owner"]
+
+
+def _client(tenant: Tenant, member: Member) -> httpx.Client:
+    return web_as(tenant, member.email, member.password)
+
+
+def _send(client: httpx.Client, method: str, path: str) -> httpx.Response:
+    url = path.replace("{id}", "cxxxxxxxxxxxxxxxxxxxxxxxx")
+    token = client.cookies.get("csrftoken", "")
+    if path.startswith("/api/"):
+        return client.request(method, url, json={} if method != "DELETE" else None)
+    return client.request(method, url, data={"_csrf_token": token, "role": "owner", "active": "0",
+                                             "name": "x", "status": "PASSED"})
+
+
+@pytest.mark.parametrize(("method", "path", "least"), UNSAFE_ROUTES, ids=lambda v: str(v))
+def test_roles_below_the_route_get_403(team, method: str, path: str, least: str) -> None:
+    tenant, members = team
+    for role in _denied(least):
+        response = _send(_client(tenant, members[role]), method, path)
+        assert response.status_code == 403, f"{role} {method} {path}: {response.status_code} {response.text[:200]}"
+
+
+@pytest.mark.parametrize("path", ADMIN_PAGES)
+def test_admin_pages_refuse_testers_even_to_read(team, path: str) -> None:
+    tenant, members = team
+    for role in ("viewer", "tester"):
+        response = _client(tenant, members[role]).get(path.replace("{id}", "cxxxxxxxxxxxxxxxxxxxxxxxx"))
+        assert response.status_code == 403, f"{role} GET {path}: {response.status_code}"
+
+
+def test_a_viewer_reads_every_work_page(team) -> None:
+    tenant, members = team
+    viewer = _client(tenant, members["viewer"])
+    for path in ("/", "/projects", "/cases", "/runs", "/runs/new", "/my-work", "/account", "/ai"):
+        assert viewer.get(path).status_code == 200, path
+
+
+def test_every_unsafe_web_route_is_in_the_table() -> None:
+    from litestar.exceptions import LitestarDeprecationWarning
+
+    from tms.app import create_app
+    from tms.config import load_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LitestarDeprecationWarning)
+        app = create_app(load_config(None, {}))
+    covered = {(m, _generic(p)) for m, p, _ in UNSAFE_ROUTES}
+    missing = []
+    for route in app.routes:
+        if route.path.startswith(("/api/v1", "/static", "/schema")) or route.path in NOT_ROLE_CHECKED:
+            continue
+        for method in sorted(getattr(route, "methods", set()) - {"GET", "HEAD", "OPTIONS"}):
+            if (method, _generic(route.path)) not in covered:
+                missing.append(f"{method} {route.path}")
+    assert not missing, f"unsafe routes without a role check row: {missing}"
+
+
+def _generic(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path).rstrip("/") or "/"

@@ -1,0 +1,190 @@
+"""Allure 2 results directories (`allure-results/*-result.json`): one outcome per test, retries folded.
+
+Every Allure adapter (allure-pytest, allure-junit5, allure-playwright, allure-jest, ...) writes one
+`<uuid>-result.json` per executed attempt; attempts of one test share its `historyId`. They are
+grouped by `historyId` and ordered by `start`: the last is the outcome, the earlier ones its attempts.
+`*-container.json` files (fixtures) add nothing a result lacks and are passed over.
+
+| Allure status | outcome |      | label                          | used as                  |
+|---------------|---------|------|--------------------------------|--------------------------|
+| passed        | PASSED  |      | parentSuite, suite, subSuite   | suite path               |
+| failed        | FAILED  |      | testClass (when no suite)      | classname                |
+| broken        | BROKEN  |      | tag                            | tags (`@service('X')`)   |
+| skipped       | SKIPPED |      | service                        | case code, like JUnit's property |
+| unknown       | UNKNOWN |      | framework                      | framework                |
+
+Parameters are appended to a name that does not show them ("test_pay [10, EUR]") so each
+parametrized run stays its own test. Attachments of the test and of its steps (at any depth) are
+uploaded; `source` is a file name in the results directory.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+
+from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.reading import (
+    cap,
+    decode_json,
+    first_line,
+    ms_to_iso,
+    read_json_bytes,
+    resolve_path,
+    strip_ansi,
+    tags_of,
+)
+
+_STATUS = {"passed": "PASSED", "failed": "FAILED", "broken": "BROKEN", "skipped": "SKIPPED", "unknown": "UNKNOWN"}
+_MAX_STEP_DEPTH = 64
+
+
+class _Attachment(msgspec.Struct):
+    name: Any = None
+    source: Any = None
+    type: Any = None
+
+
+class _Step(msgspec.Struct):
+    attachments: list[_Attachment] | None = None
+    steps: list[_Step] | None = None
+
+
+class _Details(msgspec.Struct):
+    message: Any = None
+    trace: Any = None
+    flaky: Any = None
+
+
+class _Label(msgspec.Struct):
+    name: Any = None
+    value: Any = None
+
+
+class _Parameter(msgspec.Struct):
+    name: Any = None
+    value: Any = None
+    excluded: Any = None
+
+
+class _Result(msgspec.Struct):
+    name: Any = None
+    status: Any = None
+    uuid: Any = None
+    historyId: Any = None
+    fullName: Any = None
+    statusDetails: _Details | None = None
+    labels: list[_Label] | None = None
+    parameters: list[_Parameter] | None = None
+    attachments: list[_Attachment] | None = None
+    steps: list[_Step] | None = None
+    start: Any = None
+    stop: Any = None
+
+
+_DECODER = msgspec.json.Decoder(_Result)  # built once: a results directory holds thousands of files
+
+
+def is_container(path: str) -> bool:
+    return path.endswith("-container.json")
+
+
+def parse_allure(paths: list[str]) -> tuple[list[TestOutcome], list[ReportError]]:
+    """Outcomes of every result file, and the files that could not be read (each its own error, so
+    one broken file does not hide the others)."""
+    runs: list[tuple[Any, float, int, TestOutcome]] = []
+    errors: list[ReportError] = []
+    for order, path in enumerate(paths):
+        if is_container(path):
+            continue
+        try:
+            result = decode_json(path, read_json_bytes(path), _DECODER, "Allure result")
+            outcome = _outcome(result, path)
+        except ReportError as exc:
+            errors.append(exc)
+            continue
+        key = result.historyId if isinstance(result.historyId, str) and result.historyId else (
+            outcome.suite_path, outcome.classname, outcome.name)
+        start = result.start if isinstance(result.start, int | float) and not isinstance(result.start, bool) else 0
+        outcome.executed_at = ms_to_iso(result.start)
+        runs.append((key, start, order, outcome))
+    groups: dict[Any, list[tuple[float, int, TestOutcome]]] = {}
+    first: dict[Any, tuple[float, int]] = {}
+    for key, start, order, outcome in runs:
+        groups.setdefault(key, []).append((start, order, outcome))
+        first[key] = min(first.get(key, (start, order)), (start, order))
+    outcomes: list[TestOutcome] = []
+    for key in sorted(groups, key=lambda k: first[k]):
+        attempts = [o for _, _, o in sorted(groups[key], key=lambda item: (item[0], item[1]))]
+        final = attempts[-1]
+        if len(attempts) > 1:
+            final.attempts = [a.status for a in attempts[:-1]]
+            final.notes = [f"attempt {n}: {first_line(a.error_message)}" for n, a in enumerate(attempts[:-1], 1)
+                           if a.error_message] + final.notes
+            final.attachments = [f for a in attempts[:-1] for f in a.attachments] + final.attachments
+            final.executed_at = attempts[0].executed_at or final.executed_at
+        outcomes.append(final)
+    return outcomes, errors
+
+
+def _outcome(result: _Result, path: str) -> TestOutcome:
+    status = _STATUS.get(result.status.lower()) if isinstance(result.status, str) else None
+    if status is None:
+        raise ReportError(path, f"$.status: unknown Allure status {result.status!r}")
+    labels: dict[str, list[str]] = {}
+    for label in result.labels or ():
+        if isinstance(label.name, str) and isinstance(label.value, str) and label.value.strip():
+            labels.setdefault(label.name, []).append(label.value.strip())
+    suite_path = tuple(v for key in ("parentSuite", "suite", "subSuite") for v in labels.get(key, ()))
+    name = result.name.strip() if isinstance(result.name, str) and result.name.strip() else None
+    if name is None:
+        name = result.fullName.strip() if isinstance(result.fullName, str) and result.fullName.strip() else None
+    if name is None:
+        raise ReportError(path, "$.name: an Allure result without a name")
+    shown = [str(p.value) for p in result.parameters or () if p.value is not None and p.excluded is not True]
+    if shown and "[" not in name and "(" not in name:
+        name = f"{name} [{', '.join(shown)}]"
+    duration = None
+    if isinstance(result.start, int | float) and isinstance(result.stop, int | float) and result.stop >= result.start:
+        duration = round(result.stop - result.start)
+    frameworks = labels.get("framework", [])
+    outcome = TestOutcome(
+        name=name,
+        status=status,
+        suite_path=suite_path,
+        classname=None if suite_path else (labels.get("testClass") or [None])[0],
+        duration_ms=duration,
+        framework=frameworks[0] if frameworks else None,
+        tags=tags_of(labels.get("tag", [])),
+        service_properties=tuple(labels.get("service", [])),
+        source=path,
+    )
+    details = result.statusDetails
+    if details is not None and status in ("FAILED", "BROKEN"):
+        message = strip_ansi(str(details.message or "")).strip()
+        trace = strip_ansi(str(details.trace or "")).strip()
+        outcome.error_message = first_line(message) or first_line(trace) or None
+        outcome.error_stack = cap("\n\n".join(t for t in (message, trace) if t)) or None
+    elif details is not None and status == "SKIPPED" and details.message:
+        outcome.notes.append(f"skipped: {first_line(str(details.message))}")
+    if details is not None and details.flaky is True and status == "PASSED":
+        outcome.notes.append("Allure marks this test flaky")
+    base = os.path.dirname(os.path.abspath(path))
+    for attachment in _attachments(result):
+        if isinstance(attachment.source, str) and attachment.source.strip():
+            name = attachment.name if isinstance(attachment.name, str) and attachment.name else attachment.source
+            outcome.attachments.append((name, resolve_path(base, attachment.source)))
+    return outcome
+
+
+def _attachments(result: _Result) -> list[_Attachment]:
+    found = list(result.attachments or ())
+    pending: list[tuple[_Step, int]] = [(step, 1) for step in result.steps or ()]
+    while pending:
+        step, depth = pending.pop()
+        found.extend(step.attachments or ())
+        if depth < _MAX_STEP_DEPTH:
+            pending.extend((child, depth + 1) for child in step.steps or ())
+    return found

@@ -1,0 +1,98 @@
+"""Which report format a file holds, from its first bytes (never from its name alone).
+
+XML: the root element's name (after the prolog, comments, processing instructions and a DOCTYPE):
+
+| root element                    | format   |
+|---------------------------------|----------|
+| testsuites, testsuite           | junit    |
+| TestRun                         | trx      |
+| test-run (NUnit 3)              | nunit    |
+| assemblies, assembly            | xunit    |
+| testng-results                  | testng   |
+| robot                           | robot    |
+
+JSON: a top-level array is Cucumber; an object is read by its first keys: `"reportFormat": "CTRF"`
+or `"results": {"tool": ...}` is CTRF; `"config"` with `"suites"` is Playwright; a `*-result.json`
+with `"uuid"` (or `historyId`) and `"status"` is an Allure result, a `*-container.json` with
+`"children"` an Allure container; a first line that is a JSON object with `"Action"` is `go test
+-json`. Anything else is not a report: skipped when found in a directory, an error when named.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tms.reporter.gotest import looks_like_gotest
+from tms.reporter.model import ReportError
+
+JUNIT, CUCUMBER, CTRF, PLAYWRIGHT, ALLURE = "junit", "cucumber", "ctrf", "playwright", "allure"
+TRX, NUNIT, XUNIT, TESTNG, ROBOT, GOTEST = "trx", "nunit", "xunit", "testng", "robot", "gotest"
+FORMATS = (JUNIT, CUCUMBER, CTRF, PLAYWRIGHT, ALLURE, TRX, NUNIT, XUNIT, TESTNG, ROBOT, GOTEST)
+NAMES = {
+    JUNIT: "JUnit XML", CUCUMBER: "Cucumber JSON", CTRF: "CTRF JSON", PLAYWRIGHT: "Playwright JSON",
+    ALLURE: "Allure result", TRX: "TRX", NUNIT: "NUnit 3 XML", XUNIT: "xUnit.net v2 XML", TESTNG: "TestNG XML",
+    ROBOT: "Robot Framework output.xml", GOTEST: "go test -json",
+}
+HEAD_BYTES = 65536
+
+_ROOTS = {
+    "testsuites": JUNIT, "testsuite": JUNIT, "TestRun": TRX, "test-run": NUNIT, "assemblies": XUNIT,
+    "assembly": XUNIT, "testng-results": TESTNG, "robot": ROBOT,
+}
+_SKIP_XML = re.compile(rb"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.S)
+_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
+_CTRF = re.compile(rb'"reportFormat"\s*:\s*"CTRF"|^\{\s*"results"\s*:\s*\{\s*"tool"')
+_PLAYWRIGHT = re.compile(rb'^\{\s*"config"\s*:')
+_ALLURE_KEYS = re.compile(rb'"(uuid|historyId)"\s*:')
+
+
+def read_head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def detect(path: str) -> str | None:
+    """The format of the file, or None when it is none of them."""
+    head = read_head(path)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            head = head.decode("utf-16", errors="ignore").encode("utf-8")
+        except UnicodeError:
+            return None
+    elif head[:4] in (b"<\x00?\x00", b"\x00<\x00?"):
+        head = head.decode("utf-16-le" if head[0] == 0x3C else "utf-16-be", errors="ignore").encode("utf-8")
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    text = head.lstrip()
+    if text.startswith(b"<"):
+        return _xml_root(text)
+    if text.startswith(b"["):
+        return CUCUMBER
+    if looks_like_gotest(text):
+        return GOTEST  # its first lines may be plain build output
+    if not text.startswith(b"{"):
+        return None
+    if _CTRF.search(text[:4096]):
+        return CTRF
+    if _PLAYWRIGHT.match(text):
+        return PLAYWRIGHT
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if name.endswith(("-result.json", "-container.json")) and _ALLURE_KEYS.search(text[:4096]):
+        return ALLURE
+    return None
+
+
+def _xml_root(text: bytes) -> str | None:
+    position = 0
+    while True:
+        match = _SKIP_XML.match(text, position)
+        if not match:
+            break
+        position = match.end()
+    root = _ROOT.match(text, position)
+    if not root:
+        return JUNIT  # malformed beyond the prolog: the XML parser names the line
+    name = root.group(1).decode("ascii", "replace").rsplit(":", 1)[-1]
+    return _ROOTS.get(name)

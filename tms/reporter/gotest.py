@@ -1,0 +1,167 @@
+"""`go test -json` (and `gotestsum --jsonfile`): a stream of events, one JSON object per line, read
+line by line.
+
+Each test (`Package` + `Test`) ends with a `pass`, `fail` or `skip` action: PASSED, FAILED, SKIPPED.
+A subtest "TestCart/adds_3" has the suite path (package, "TestCart") and the name "adds_3". A
+test that started but never ended (the binary crashed or timed out) is BROKEN with its output. A
+package that failed with no failing test (a build error, a panic in TestMain) is one BROKEN outcome
+named after the package. The error message is the first "file_test.go:12: ..." line of the test's
+output, the stack its whole output. A test run twice (`-count=2`, gotestsum `--rerun-fails`) folds
+into one outcome with attempts. Lines that are not JSON (build output mixed into the stream) are
+skipped; a line that starts as JSON but is cut short is an error naming the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from tms.reporter.junit import to_utc_iso
+from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.reading import cap, first_line
+
+_FINAL = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
+_MAX_OUTPUT = 64_000  # per test kept while reading: a chatty test cannot grow the memory unbounded
+_LOCATION = re.compile(r"^\s*[\w./-]+\.go:\d+: ")
+_NOISE = re.compile(r"^(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP)|PASS$|FAIL$|ok\s|FAIL\s)")
+
+
+class _Event(msgspec.Struct):
+    Action: str = ""
+    Package: str = ""
+    Test: str = ""
+    Time: str | None = None
+    Elapsed: float | None = None
+    Output: str | None = None
+
+
+@dataclass(slots=True)
+class _Running:
+    started: str | None
+    output: list[str] = field(default_factory=list)
+    size: int = 0
+
+
+def parse_gotest(path: str) -> list[TestOutcome]:
+    decoder = msgspec.json.Decoder(_Event)
+    outcomes: list[TestOutcome] = []
+    running: dict[tuple[str, str], _Running] = {}
+    package_output: dict[str, list[str]] = {}
+    package_failed_tests: set[str] = set()
+    failed_children: dict[tuple[str, str], list[str]] = {}
+    seen_event = False
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.startswith(b"{"):
+                continue
+            try:
+                event = decoder.decode(line)
+            except msgspec.ValidationError as exc:
+                raise ReportError(path, f"not a go test -json event: {exc}", number) from exc
+            except msgspec.DecodeError as exc:
+                cut = "truncated" in str(exc)
+                reason = "the line is cut short (truncated file?)" if cut else f"malformed JSON: {exc}"
+                raise ReportError(path, reason, number) from exc
+            if not event.Action:
+                raise ReportError(path, "not a go test -json event: no Action", number, not_a_report=not seen_event)
+            seen_event = True
+            if not event.Test:
+                if event.Action == "output" and event.Output:
+                    package_output.setdefault(event.Package, []).append(event.Output)
+                elif event.Action == "fail" and event.Package not in package_failed_tests:
+                    outcomes.append(_package_failure(event, package_output.get(event.Package, []), path))
+                continue
+            key = (event.Package, event.Test)
+            if event.Action == "run":
+                running[key] = _Running(event.Time)
+            elif event.Action == "output" and event.Output:
+                state = running.setdefault(key, _Running(event.Time))
+                if state.size < _MAX_OUTPUT:
+                    state.output.append(event.Output)
+                    state.size += len(event.Output)
+            elif event.Action in _FINAL:
+                state = running.pop(key, None) or _Running(event.Time)
+                outcome = _outcome(event, _FINAL[event.Action], state, path)
+                if outcome.status == "FAILED":
+                    package_failed_tests.add(event.Package)
+                    if "/" in event.Test:  # a failing subtest fails its parent: the parent says which
+                        parent, child = event.Test.rsplit("/", 1)
+                        failed_children.setdefault((event.Package, parent), []).append(child)
+                    children = failed_children.pop(key, None)
+                    if children and not outcome.error_message:
+                        outcome.error_message = first_line("subtest failed: " + ", ".join(children))
+                outcomes.append(outcome)
+    if not seen_event:
+        raise ReportError(path, "not a go test -json stream: no event line", 1, not_a_report=True)
+    for (package, test), state in running.items():
+        outcome = _outcome(_Event(Action="", Package=package, Test=test), "BROKEN", state, path)
+        outcome.notes.append("no result: the stream ends before the test finished (crash or timeout)")
+        if not outcome.error_message:
+            outcome.error_message = "the test never finished"
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _outcome(event: _Event, status: str, state: _Running, path: str) -> TestOutcome:
+    parts = event.Test.split("/")
+    output = "".join(state.output)
+    outcome = TestOutcome(
+        name=parts[-1],
+        status=status,
+        suite_path=(event.Package, *parts[:-1]) if event.Package else tuple(parts[:-1]),
+        duration_ms=round(event.Elapsed * 1000) if event.Elapsed is not None and event.Elapsed >= 0 else None,
+        executed_at=to_utc_iso(state.started or event.Time),
+        framework="go",
+        source=path,
+    )
+    if status in ("FAILED", "BROKEN"):
+        lines = [line for line in output.splitlines() if line.strip() and not _NOISE.match(line.strip())]
+        message = next((line for line in lines if _LOCATION.match(line)), lines[0] if lines else "")
+        outcome.error_message = first_line(message) or None
+        outcome.error_stack = cap(output.strip()) or None
+    elif status == "SKIPPED":
+        reason = next((line for line in output.splitlines() if _LOCATION.match(line)), "")
+        if reason:
+            outcome.notes.append(f"skipped: {first_line(reason)}")
+    return outcome
+
+
+def _package_failure(event: _Event, output: list[str], path: str) -> TestOutcome:
+    text = "".join(output).strip()
+    lines = [line for line in text.splitlines() if line.strip() and not _NOISE.match(line.strip())]
+    return TestOutcome(
+        name=f"(package {event.Package or '?'})",
+        status="BROKEN",
+        suite_path=(event.Package,) if event.Package else (),
+        duration_ms=round(event.Elapsed * 1000) if event.Elapsed is not None and event.Elapsed >= 0 else None,
+        executed_at=to_utc_iso(event.Time),
+        framework="go",
+        error_message=first_line(lines[0]) if lines else "the package failed outside any test",
+        error_stack=cap(text) or None,
+        source=path,
+    )
+
+
+def looks_like_gotest(head: bytes) -> bool:
+    """The first line that starts with "{" is a go test event."""
+    for raw in head.splitlines():
+        line = raw.strip()
+        if line.startswith(b"{"):
+            try:
+                event: Any = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                return False
+            return isinstance(event, dict) and "Action" in event and ("Package" in event or "Test" in event)
+        if line:
+            continue
+    return False

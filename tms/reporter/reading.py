@@ -1,0 +1,272 @@
+"""What every parser of the newer formats shares: reading JSON and XML safely, and small text helpers.
+
+JSON is decoded with msgspec into typed structs that name only the fields a parser reads: the rest of
+the document (Playwright's config, Allure's steps' parameters, ...) is validated as JSON and skipped
+without being built as Python objects, so a 50,000-test report costs its bytes plus the fields kept.
+A malformed document is reported with its line; a document of the wrong shape with its JSON path
+(`$.results.tests[3].name`); nesting deeper than msgspec's limit is refused, not recursed into.
+
+XML: a DOCTYPE with an internal subset (where entities are declared) is refused before parsing
+(billion laughs, XXE: `xml_events`), the rest is read as a stream by ElementTree's C parser, and each
+parser drops finished elements as it goes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import PurePath
+from typing import Any
+from xml.etree import ElementTree
+from xml.etree.ElementTree import ParseError
+
+import msgspec
+from defusedxml import DefusedXmlException, EntitiesForbidden
+
+from tms.reporter.junit import MAX_OUTPUT_CHARS
+from tms.reporter.model import ReportError
+
+_BYTE_OFFSET = re.compile(r"\(byte (\d+)\)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def read_json_bytes(path: str) -> bytes:
+    """The file as UTF-8 bytes: a UTF-8 BOM is dropped, UTF-16/32 (with a BOM) re-encoded."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:]
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding).encode("utf-8")
+            except UnicodeError as exc:
+                raise ReportError(path, f"not valid {encoding.upper()} text: {exc}") from exc
+    return data
+
+
+def decode_json(path: str, data: bytes, kind: Any, what: str) -> Any:
+    """`data` decoded as `kind` (a type, or a ready msgspec Decoder); ReportError with the line
+    (malformed JSON) or the JSON path (a value of the wrong type) otherwise. `what` names the format."""
+    try:
+        if isinstance(kind, msgspec.json.Decoder):
+            return kind.decode(data)
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise ReportError(path, f"not a valid {what} report: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise json_error(path, data, exc) from exc
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1 if exc.object is data else None
+        raise ReportError(path, f"not UTF-8 text: {exc.reason} (a report in another encoding needs a BOM)",
+                          line) from exc
+    except RecursionError as exc:  # belt and braces: msgspec has its own depth limit
+        raise ReportError(path, "refused: JSON nested too deeply (possible nesting bomb)") from exc
+
+
+def json_error(path: str, data: bytes, exc: Exception) -> ReportError:
+    message = str(exc)
+    line = None
+    match = _BYTE_OFFSET.search(message)
+    if match:
+        offset = min(int(match.group(1)), len(data))
+        line = data.count(b"\n", 0, offset) + 1
+    if "truncated" in message.lower():
+        line = data.count(b"\n") + 1
+        message = "JSON ends too early (truncated file?)"
+    elif "depth" in message.lower():
+        message = f"refused: {message} (possible nesting bomb)"
+    elif "utf-8" in message.lower():
+        message = f"not UTF-8 text: {message}"
+    else:
+        message = f"malformed JSON: {message}"
+    return ReportError(path, message, line)
+
+
+def xml_events(path: str) -> Any:
+    """("start"/"end", element) pairs of the file, read inside `xml_errors`.
+
+    Defused before it starts: entities can only be declared in a DOCTYPE, which can only stand in the
+    prolog, before the root element. A prolog holding a DOCTYPE with an internal subset (`[...]`, where
+    entity declarations live) is refused with defusedxml's own exception, the rest of the file is read
+    by the C-accelerated ElementTree parser, which never loads an external DTD or entity. That parser
+    reads a large report two to three times faster than defusedxml's pure-Python one with the same
+    protection (bench/parsers.py); JUnit XML keeps defusedxml's `iterparse` itself.
+    """
+    _check_prolog(path)
+    return ElementTree.iterparse(path, events=("start", "end"))  # noqa: S314 (defused by _check_prolog)
+
+
+_PROLOG_BYTES = 1 << 20
+_PROLOG_ITEM = re.compile(rb"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.S)
+
+
+def _check_prolog(path: str) -> None:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_PROLOG_BYTES)
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or head[:2] in (b"<\x00", b"\x00<"):
+        encoding = "utf-16" if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else (
+            "utf-16-le" if head[0] == 0x3C else "utf-16-be")
+        head = head.decode(encoding, errors="ignore").encode("utf-8")
+    head = head.removeprefix(codecs.BOM_UTF8)
+    position = 0
+    while True:
+        match = _PROLOG_ITEM.match(head, position)
+        if not match:
+            break
+        item = match.group(1)
+        if item.startswith(b"<!DOCTYPE") and (b"[" in item or b"<!ENTITY" in item):
+            raise EntitiesForbidden("DOCTYPE", None, None, None, None, None)
+        position = match.end()
+    rest = head[position:].lstrip()
+    if rest.startswith(b"<!DOCTYPE") or (not rest and len(head) == _PROLOG_BYTES):
+        # an unterminated DOCTYPE, or a prolog longer than a report ever writes
+        raise EntitiesForbidden("DOCTYPE", None, None, None, None, None)
+
+
+@contextlib.contextmanager
+def xml_errors(path: str, what: str) -> Iterator[None]:
+    """Every XML parse failure inside the block as a ReportError naming the file, line and reason."""
+    try:
+        yield
+    except DefusedXmlException as exc:
+        raise ReportError(path, f"refused: {type(exc).__name__}: the {what} report declares XML entities or "
+                                "external references, which a test report never needs (possible XML bomb)") from exc
+    except ParseError as exc:
+        line = exc.position[0] if getattr(exc, "position", None) else None
+        raise ReportError(path, f"malformed XML: {exc}", line) from exc
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1] if "}" in tag else tag
+
+
+def drop(elem: Any, parent: Any) -> None:
+    elem.clear()
+    if parent is not None:
+        try:  # noqa: SIM105 (contextlib.suppress costs a context manager per test)
+            parent.remove(elem)
+        except ValueError:
+            pass
+
+
+def text_of(elem: Any) -> str:
+    return "".join(elem.itertext()) if elem is not None else ""
+
+
+def child_text(elem: Any, name: str) -> str:
+    for child in elem:
+        if local(child.tag) == name:
+            return text_of(child)
+    return ""
+
+
+def first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:1000]
+    return ""
+
+
+def cap(text: str | None, limit: int = MAX_OUTPUT_CHARS) -> str:
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + f"\n… [{len(text) - limit + 40} characters cut]"
+
+
+def strip_ansi(text: str | None) -> str:
+    return _ANSI.sub("", text) if text and "\x1b" in text else (text or "")
+
+
+@lru_cache(maxsize=8192)
+def as_tag(value: str) -> str | None:
+    """A tag, label or category value as "@value", so mapping finds `@service('X')` and `service('X')`."""
+    value = value.strip()
+    if not value:
+        return None
+    return value if value.startswith("@") else f"@{value}"
+
+
+def tags_of(values: Any) -> tuple[str, ...]:
+    if not values:
+        return ()
+    try:
+        return _tags_of(tuple(values))
+    except TypeError:  # an unhashable value (a JSON object where a tag belongs): keep the strings
+        return _tags_of(tuple(v for v in values if isinstance(v, str)))
+
+
+@lru_cache(maxsize=8192)  # most tests of a report share their few tags
+def _tags_of(values: tuple[Any, ...]) -> tuple[str, ...]:
+    found = [as_tag(v) for v in values if isinstance(v, str)]
+    return tuple(dict.fromkeys(t for t in found if t))
+
+
+def ms_to_iso(value: Any) -> str | None:
+    """Milliseconds since the epoch as ISO 8601 UTC with Z."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 253402300800000:
+        return None
+    ms = int(value)
+    second = _second_iso(ms // 1000)
+    return f"{second}.{ms % 1000:03d}Z" if second else None
+
+
+@lru_cache(maxsize=4096)  # tests of a run share their seconds
+def _second_iso(second: int) -> str | None:
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def non_negative_ms(value: Any) -> int | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15:
+        return round(value)
+    return None
+
+
+def seconds_to_ms(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        return None
+    return round(seconds * 1000)
+
+
+def resolve_path(base: str, raw: str) -> str:
+    """`raw` (absolute, or relative to the report's folder `base`) as an existing path when one is
+    found, else as written (the upload then reports it missing). A path that does not exist as
+    written is looked up by its last components under the report's folder, then under the working
+    directory: reports are often moved between CI steps (artifacts) or machines."""
+    raw = raw.strip()
+    if raw.startswith("file://"):
+        raw = raw[len("file://"):]
+    candidate = raw if os.path.isabs(raw) else os.path.join(base, raw)
+    if os.path.isfile(candidate):
+        return os.path.normpath(candidate)
+    parts = PurePath(raw.replace("\\", "/")).parts
+    for folder in (base, os.getcwd()):
+        for start in range(1, len(parts)):
+            tail = os.path.join(folder, *parts[start:])
+            if os.path.isfile(tail):
+                return os.path.normpath(tail)
+    return os.path.normpath(candidate)

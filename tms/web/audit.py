@@ -1,0 +1,39 @@
+"""Settings → Audit log (admins): every write, newest first, filtered by entity, action and actor.
+
+Read only: no route edits or deletes an entry (and the table refuses UPDATE by trigger).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from litestar import Router, get
+from litestar.response import Template
+
+from tms.services import audit, team
+from tms.web.common import AnyRequest, db_of, page_numbers, render, tenant_of
+from tms.web.session import needs_role, page_guard
+
+PAGE_SIZE = 100
+ENTITY_TYPES = ("case", "run", "result", "project", "token", "webhook", "integration", "attachment", "user",
+                "invitation", "ai_generation", "ingest")
+
+
+@get("/audit")
+async def audit_page(request: AnyRequest, offset: int = 0) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    query = {key: (request.query_params.get(key) or "").strip()[:200]
+             for key in ("entity_type", "entity_id", "action", "actor_id")}
+    entries, total, limit, offset = await audit.list_entries(
+        db, tenant, entity_type=query["entity_type"] or None, entity_id=query["entity_id"] or None,
+        action=query["action"] or None, actor_id=query["actor_id"] or None, limit=PAGE_SIZE, offset=max(0, offset))
+    members = await team.list_users(db, tenant)
+    return render(request, "audit/index.html", active_nav="settings", settings_nav="audit", entries=entries,
+                  query=query, members=members, entity_types=ENTITY_TYPES,
+                  pager=page_numbers(total, limit, offset),
+                  pager_query=urlencode({k: v for k, v in query.items() if v}), filtered=any(query.values()))
+
+
+def router() -> Router:
+    return Router(path="/settings", route_handlers=[audit_page], guards=[page_guard], include_in_schema=False,
+                  **needs_role("admin"))

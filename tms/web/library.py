@@ -1,0 +1,355 @@
+"""The organised library's pages: sections, bulk actions, import (with a preview) and export, versions.
+
+Every write goes through the services (tms.services.sections, case_bulk, case_io, cases), so the
+rules, versions and audit entries are the API's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from litestar import Router, get, post
+from litestar.datastructures import UploadFile
+from litestar.response import Redirect, Stream, Template
+
+from tms.models.cases import CaseUpdate
+from tms.models.sections import SectionCreate, SectionUpdate
+from tms.services import case_bulk, case_io
+from tms.services import cases as case_service
+from tms.services import projects as project_service
+from tms.services import sections as section_service
+from tms.services.errors import DomainError, NotFound
+from tms.web.cases import view_from_query
+from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, render, tenant_of
+from tms.web.session import page_guard
+
+IMPORT_TTL_SECONDS = 3600
+_TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+# ---------------------------------------------------------------------------------------------- sections
+
+
+@post("/sections", status_code=303)
+async def create_section(request: AnyRequest) -> Redirect:
+    form, _ = await form_of(request)
+    data = {"project_id": form.get("project_id", ""), "name": form.get("name", "").strip(),
+            "parent_id": form.get("parent_id") or None}
+    body, errors = convert(SectionCreate, data)
+    back = f"/cases?project_id={data['project_id']}"
+    if body is None:
+        return done(request, back, f"Section not created: {next(iter(errors.values()))}", "error")
+    try:
+        section = await section_service.create_section(db_of(request), tenant_of(request), body)
+    except DomainError as exc:
+        return done(request, back, f"Section not created: {exc.detail}", "error")
+    return done(request, f"{back}&section_id={section.id}&sub=1", f"Section “{section.name}” created.")
+
+
+async def _section_page(request: AnyRequest, section_id: str, form: dict[str, str] | None = None,
+                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        section = await section_service.get_section(db, tenant, section_id)
+    except NotFound as exc:
+        raise not_found("section") from exc
+    sections, _, _ = await section_service.tree(db, tenant, section.project_id)
+    inside = {s.id for s in sections if s.id == section.id}
+    for s in sections:  # its own subtree cannot be its new parent
+        if s.parent_id in inside:
+            inside.add(s.id)
+    parents = [(s.id, "\u2003" * s.depth + s.name) for s in sections if s.id not in inside]
+    form = form or {"name": section.name, "description": section.description or "",
+                    "parent_id": section.parent_id or "", "position": str(section.position)}
+    return render(request, "cases/section.html", status_code=status_code, active_nav="cases", section=section,
+                  parents=parents, form=form, errors=errors or {},
+                  path=await section_service.path_names(db, tenant, section.id))
+
+
+@get("/sections/{section_id:str}")
+async def section_page(request: AnyRequest, section_id: str) -> Template:
+    return await _section_page(request, section_id)
+
+
+@post("/sections/{section_id:str}", status_code=303)
+async def update_section(request: AnyRequest, section_id: str) -> Template | Redirect:
+    form, _ = await form_of(request)
+    data: dict[str, Any] = {"name": form.get("name", "").strip(), "description": form.get("description") or None,
+                            "parent_id": form.get("parent_id") or None}
+    try:
+        data["position"] = int(form.get("position") or 0)
+    except ValueError:
+        return await _section_page(request, section_id, form, {"position": "Write a whole number."}, 400)
+    body, errors = convert(SectionUpdate, data)
+    if body is not None:
+        try:
+            section = await section_service.update_section(db_of(request), tenant_of(request), section_id, body)
+        except NotFound as exc:
+            if exc.field is None:
+                raise not_found("section") from exc
+            errors = {exc.field: exc.detail}
+        except DomainError as exc:
+            errors = {exc.field or "name": exc.detail}
+        else:
+            return done(request, f"/cases?project_id={section.project_id}&section_id={section.id}&sub=1",
+                        f"Section “{section.name}” saved.")
+    return await _section_page(request, section_id, form, errors, 400)
+
+
+@post("/sections/{section_id:str}/delete", status_code=303)
+async def delete_section(request: AnyRequest, section_id: str) -> Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        section = await section_service.get_section(db, tenant, section_id)
+        await section_service.delete_section(db, tenant, section_id)
+    except NotFound as exc:
+        raise not_found("section") from exc
+    except DomainError as exc:
+        return done(request, f"/cases/sections/{section_id}", exc.detail, "error")
+    moved = section.case_count
+    return done(request, f"/cases?project_id={section.project_id}",
+                f"Section “{section.name}” deleted; its {moved} case{'s' if moved != 1 else ''} and subsections "
+                "moved one level up.")
+
+
+# ---------------------------------------------------------------------------------------------- bulk
+
+
+@post("/bulk", status_code=303)
+async def bulk(request: AnyRequest) -> Template | Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    form, multi = await form_of(request)
+    back = "/cases" + (f"?{form['filter']}" if form.get("filter") else "")
+    action, _, value = (form.get("op") or "").partition(":")
+    if action in ("add_tag", "remove_tag"):
+        value = form.get("tag", "")
+    if action not in case_bulk.ACTIONS:
+        return done(request, back, "Choose an action for the selected cases.", "error")
+    all_matching = form.get("all_matching") == "1"
+    if all_matching:
+        view = view_from_query(form.get("filter", ""))
+        ids = await case_service.matching_ids(db, tenant, view.query)
+    else:
+        ids = list(dict.fromkeys(multi.get("ids", [])))
+    if not ids:
+        return done(request, back, "Select at least one test case (or “All matching”).", "error")
+    if (action == "delete" or all_matching) and form.get("confirmed") != "1":
+        fields = [(k, v) for k, values in multi.items() if k not in ("confirmed",) for v in values]
+        return render(request, "cases/bulk_confirm.html", active_nav="cases", count=len(ids), action=action,
+                      value=value, fields=fields, back=back)
+    try:
+        changed = await case_bulk.apply(db, tenant, ids, action, value)
+    except DomainError as exc:
+        return done(request, back, exc.detail, "error")
+    words = {"delete": "deleted", "clone": "cloned", "move": "moved", "add_tag": "tagged", "remove_tag": "untagged"}
+    verb = words.get(action, "changed")
+    return done(request, back, f"{changed} of {len(ids)} test case{'s' if len(ids) != 1 else ''} {verb}.")
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+
+@get("/export")
+async def export(request: AnyRequest) -> Stream | Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    view = view_from_query(str(request.url.query or ""))
+    project_id = view.query.project_id
+    try:
+        await case_io.check_project(db, tenant, project_id)
+    except DomainError:
+        return done(request, "/cases", "Choose a project to export.", "error")
+    assert project_id is not None
+    filtered = any(v for k, v in view.params.items() if k not in ("project_id", "sort", "order", "limit", "offset"))
+    return Stream(case_io.export_csv(db, tenant, project_id, view.query if filtered else None),
+                  media_type="text/csv; charset=utf-8",
+                  headers={"Content-Disposition": 'attachment; filename="cases.csv"'})
+
+
+# ---------------------------------------------------------------------------------------------- import
+
+
+def _imports_dir(request: AnyRequest) -> Path:
+    path = Path(request.app.state.config.data_dir) / "imports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _forget_old_uploads(directory: Path) -> None:
+    cutoff = time.time() - IMPORT_TTL_SECONDS
+    for file in directory.glob("*"):
+        try:
+            if file.stat().st_mtime < cutoff:
+                file.unlink()
+        except OSError:
+            continue
+
+
+async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[str, str],
+                       status_code: int = 200) -> Template:
+    projects = await project_service.list_projects(db_of(request), tenant_of(request))
+    return render(request, "cases/import.html", status_code=status_code, active_nav="cases", projects=projects,
+                  form=form, errors=errors, max_mb=case_io.MAX_IMPORT_BYTES // (1024 * 1024))
+
+
+@get("/import")
+async def import_page(request: AnyRequest) -> Template:
+    active = await project_service.get_active_project(db_of(request), tenant_of(request))
+    return await _import_form(request, {"project_id": active.id if active else "", "format": "csv"}, {})
+
+
+@post("/import", status_code=200, request_max_body_size=case_io.MAX_IMPORT_BYTES + 64 * 1024)
+async def import_preview(request: AnyRequest) -> Template:
+    """Plans the import and shows what it will do; nothing is written until the user confirms."""
+    db, tenant = db_of(request), tenant_of(request)
+    raw = await request.form()
+    form = {"project_id": str(raw.get("project_id") or ""), "format": str(raw.get("format") or "csv")}
+    upload = raw.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        return await _import_form(request, form, {"file": "Choose a file to import."}, 400)
+    data = await upload.read()
+    try:
+        result = await case_io.import_cases(db, tenant, form["project_id"] or None, data, form["format"],
+                                            dry_run=True)
+    except DomainError as exc:
+        return await _import_form(request, form, {exc.field or "file": exc.detail}, 400)
+    directory = _imports_dir(request)
+    _forget_old_uploads(directory)
+    token = secrets.token_urlsafe(24)
+    (directory / f"{token}.bin").write_bytes(data)
+    (directory / f"{token}.json").write_text(json.dumps({"tenant": tenant, **form, "name": upload.filename}))
+    project = await project_service.get_project(db, tenant, form["project_id"])
+    return render(request, "cases/import_preview.html", active_nav="cases", result=result, token=token,
+                  project=project, file_name=upload.filename, fmt=form["format"])
+
+
+@post("/import/confirm", status_code=303)
+async def import_confirm(request: AnyRequest) -> Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    form, _ = await form_of(request)
+    token = form.get("token", "")
+    directory = _imports_dir(request)
+    meta_path, data_path = directory / f"{token}.json", directory / f"{token}.bin"
+    if not token or set(token) - _TOKEN_CHARS or not meta_path.exists():
+        return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("tenant") != tenant:
+        return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
+    try:
+        result = await case_io.import_cases(db, tenant, meta["project_id"], data_path.read_bytes(), meta["format"])
+    except DomainError as exc:
+        return done(request, "/cases/import", f"Nothing was imported: {exc.detail}", "error")
+    finally:
+        meta_path.unlink(missing_ok=True)
+        data_path.unlink(missing_ok=True)
+    return done(request, f"/cases?project_id={meta['project_id']}",
+                f"Imported {meta['name']}: {result.created} created, {result.updated} updated, "
+                f"{result.unchanged} unchanged, {result.rejected} rejected.",
+                "success" if not result.rejected else "warning")
+
+
+# ---------------------------------------------------------------------------------------------- versions
+
+
+def diff_rows(old: str, new: str) -> list[tuple[str, int | None, int | None, str]]:
+    """A line-by-line diff as rows (kind, old line no, new line no, text): kind is same, del or add."""
+    a, b = old.splitlines(), new.splitlines()
+    rows: list[tuple[str, int | None, int | None, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows += [("same", i1 + k + 1, j1 + k + 1, a[i1 + k]) for k in range(i2 - i1)]
+            continue
+        rows += [("del", i + 1, None, a[i]) for i in range(i1, i2)]
+        rows += [("add", None, j + 1, b[j]) for j in range(j1, j2)]
+    return rows
+
+
+FIELD_LABELS = {"code": "Code", "title": "Title", "status": "Status", "priority": "Priority", "layer": "Layer",
+                "is_e2e": "End-to-end", "automation_status": "Automation", "tags": "Tags", "tickets": "Tickets",
+                "section_id": "Section", "project_id": "Project"}
+
+
+def _shown(version: Any, field: str, names: dict[str, str]) -> str:
+    value = getattr(version, field)
+    if field == "tags":
+        return ", ".join(value) or "—"
+    if field == "tickets":
+        return ", ".join(f"{t.source} {t.key}" for t in value) or "—"
+    if field == "is_e2e":
+        return "yes" if value else "no"
+    if field in ("section_id", "project_id"):
+        return names.get(value, value) if value else "—"
+    return str(value) if value is not None else "—"
+
+
+@get("/{case_id:str}/versions")
+async def versions_page(request: AnyRequest, case_id: str) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        case = await case_service.get_case(db, tenant, case_id)
+        versions, _ = await case_service.list_versions(db, tenant, case.id, limit=500)
+    except NotFound as exc:
+        raise not_found("test case") from exc
+    numbers = [v.version for v in versions]
+
+    def pick(name: str, default: int) -> int:
+        try:
+            value = int(request.query_params.get(name) or default)
+        except ValueError:
+            return default
+        return value if value in numbers else default
+
+    newest = numbers[0] if numbers else case.version
+    b = pick("b", newest)
+    a = pick("a", b - 1 if b - 1 in numbers else b)
+    by_number = {v.version: v for v in versions}
+    old, new = by_number.get(a), by_number.get(b)
+    names: dict[str, str] = {p.id: p.name for p in await project_service.list_projects(db, tenant)}
+    for _, options in await section_service.pickable(db, tenant, await project_service.list_projects(db, tenant)):
+        names.update({sid: label.strip("\u2003") for sid, label in options})
+    fields = []
+    if old and new:
+        fields = [(FIELD_LABELS[f], _shown(old, f, names), _shown(new, f, names)) for f in FIELD_LABELS
+                  if msgspec.to_builtins(getattr(old, f)) != msgspec.to_builtins(getattr(new, f))]
+    rows = diff_rows(old.bdd_content, new.bdd_content) if old and new else []
+    changed_between = {}
+    ordered = sorted(versions, key=lambda v: v.version)
+    for before, after in itertools.pairwise(ordered):
+        changed_between[after.version] = [
+            FIELD_LABELS.get(f, "Gherkin") for f in (*FIELD_LABELS, "bdd_content")
+            if msgspec.to_builtins(getattr(before, f)) != msgspec.to_builtins(getattr(after, f))]
+    return render(request, "cases/versions.html", active_nav="cases", case=case, versions=versions, a=a, b=b,
+                  fields=fields, rows=rows, changed=changed_between, gherkin_changed=any(r[0] != "same" for r in rows))
+
+
+@post("/{case_id:str}/move", status_code=303)
+async def move_case(request: AnyRequest, case_id: str) -> Redirect:
+    """"Move to…" on the case page: files the case in another section (or in none)."""
+    db, tenant = db_of(request), tenant_of(request)
+    form, _ = await form_of(request)
+    try:
+        case = await case_service.get_case(db, tenant, case_id)
+    except NotFound as exc:
+        raise not_found("test case") from exc
+    body, _ = convert(CaseUpdate, {"section_id": form.get("section_id") or None})
+    if body is None:
+        return done(request, f"/cases/{case.code}", "Choose a section.", "error")
+    try:
+        updated = await case_service.update_case(db, tenant, case.id, body)
+    except DomainError as exc:
+        return done(request, f"/cases/{case.code}", exc.detail, "error")
+    where = "no section" if not updated.section_id else "the chosen section"
+    return done(request, f"/cases/{updated.code}", f"{updated.code} moved to {where}.")
+
+
+def router() -> Router:
+    return Router(path="/cases", route_handlers=[
+        create_section, section_page, update_section, delete_section, bulk, export, import_page, import_preview,
+        import_confirm, versions_page, move_case,
+    ], guards=[page_guard], include_in_schema=False)
