@@ -21,6 +21,7 @@ import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.ingest import IngestAnswer, IngestBody
 from tms.models.results import ItemError, ResultIn
 from tms.services import audit, events, failures, flaky, retest
@@ -173,6 +174,8 @@ async def ingest_into_run(
         await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
             "shard": True, "linked": len(linked_rows), "unlinked": len(unlinked_rows), "rejected": len(errors),
             "failed": len(failed)})
+        stored = len(linked_rows) + len(unlinked_rows)
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         answer = IngestAnswer(
             run_id=run_id, accepted=len(linked_rows) + len(unlinked_rows), rejected=len(errors),
             errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
