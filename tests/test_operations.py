@@ -144,6 +144,9 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     new_run, _ = _ingest_with_attachment(tenant, project["id"], "new")
     files_before = set((srv.data_dir / "attachments").iterdir())
     assert len(files_before) == 2
+    counter = "SELECT unlinked_results FROM project_counters WHERE project_id = ?"
+    with sqlite3.connect(srv.db_path) as conn:
+        assert conn.execute(counter, (project["id"],)).fetchone() == (2,)
     with sqlite3.connect(srv.db_path) as conn:  # age the first run, as eleven days would
         conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old_run,))
 
@@ -162,3 +165,4 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
         left = conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (old_run,)).fetchone()
         assert left == (0,)
         assert conn.execute("SELECT COUNT(*) FROM attachments").fetchone() == (1,)
+        assert conn.execute(counter, (project["id"],)).fetchone() == (1,)  # the dashboard's figure follows

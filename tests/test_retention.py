@@ -62,8 +62,21 @@ def test_zero_days_sweeps_everything_existing(start_server: Callable[..., Server
     server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)
     run_id = report(tenant, unlinked=12)
+    project_id = tenant.api.get(f"/api/v1/runs/{run_id}").json()["data"]["project_id"]
+    assert _unlinked_on_dashboard(tenant, project_id) == "12"
     assert sweep(tenant) == {"data": {"deleted": 12}}
     assert results_of(tenant, run_id) == []
+    # the dashboard reads a counter kept at write time: the sweep keeps it right
+    assert _unlinked_on_dashboard(tenant, project_id) == "0"
+
+
+def _unlinked_on_dashboard(tenant: Tenant, project_id: str) -> str:
+    import re
+
+    page = tenant.web().get(f"/?project_id={project_id}").text
+    match = re.search(r'id="unlinked"><span class="value">([^<]*)</span>', page)
+    assert match, "the dashboard shows no unlinked figure"
+    return match.group(1)
 
 
 def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProcess]) -> None:

@@ -14,6 +14,7 @@ from tms.db import Database, Row
 from tms.models.runs import Run
 from tms.services.runs import run_from_row
 from tms.store import dashboard as store
+from tms.store import results as result_store
 
 TREND_RUNS = 30
 RECENT_RUNS = 12
@@ -60,7 +61,7 @@ async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Da
         unstable=unstable,
         flaky=flaky,
         flaky_total=flaky_total,
-        unlinked_results=await store.unlinked_count(db, tenant_id, project_id),
+        unlinked_results=await result_store.unlinked_count(db, tenant_id, project_id),
         case_count=await store.case_count(db, tenant_id, project_id),
         run_count=await store.run_count(db, tenant_id, project_id),
         retest=retest,

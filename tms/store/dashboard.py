@@ -75,16 +75,6 @@ async def run_count(db: Database, tenant_id: str, project_id: str) -> int:
         "SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", (tenant_id, project_id)))
 
 
-async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
-    # through the project's runs (unlinked_test_results keeps no project index, see migration 0010);
-    # the unary + keeps the planner off the tenant-wide sweep index
-    return int(await db.fetch_value(
-        "SELECT COUNT(*) FROM unlinked_test_results WHERE +tenant_id = ? AND run_id IN "
-        "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
-        (tenant_id, tenant_id, project_id),
-    ))
-
-
 async def retest_queue(db: Database, tenant_id: str, project_id: str, limit: int) -> tuple[list[Row], int]:
     rows = await db.fetch_all(
         "SELECT id, code, title, retest_reason, retest_bug_key, retest_flagged_at FROM test_cases "

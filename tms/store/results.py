@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -108,8 +109,18 @@ async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
     await tx.executemany(_UPSERT, _parameters(rows))
 
 
-async def insert_unlinked(tx: Transaction, rows: Iterable[UnlinkedRow]) -> None:
+async def insert_unlinked(tx: Transaction, rows: list[UnlinkedRow]) -> None:
     await tx.executemany(_INSERT_UNLINKED, _parameters(rows))
+    await shift_unlinked_counts(tx, Counter((row.tenant_id, row.project_id) for row in rows))
+
+
+async def shift_unlinked_counts(tx: Transaction, by_project: Mapping[tuple[str, str], int], sign: int = 1) -> None:
+    """Keeps ``project_counters.unlinked_results`` right: every writer or deleter of unlinked rows calls it."""
+    await tx.executemany(
+        "INSERT INTO project_counters (project_id, tenant_id, unlinked_results) VALUES (?, ?, ?) "
+        "ON CONFLICT (project_id) DO UPDATE SET unlinked_results = unlinked_results + excluded.unlinked_results",
+        [(project_id, tenant_id, sign * count) for (tenant_id, project_id), count in by_project.items() if count],
+    )
 
 
 async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -> dict[str, tuple[str, str]]:
@@ -209,11 +220,21 @@ async def filtered_for_run(db: Database, tenant_id: str, run_id: str, *, assigne
 
 async def delete_unlinked_before(tx: Transaction, tenant_id: str, cutoff: str, batch: int) -> int:
     """Deletes up to ``batch`` unlinked rows of the tenant created at or before ``cutoff``."""
-    return await tx.execute(
+    rows = await tx.fetch_all(
         "DELETE FROM unlinked_test_results WHERE rowid IN (SELECT rowid FROM unlinked_test_results "
-        "WHERE tenant_id = ? AND created_at <= ? LIMIT ?)",
+        "WHERE tenant_id = ? AND created_at <= ? LIMIT ?) RETURNING project_id",
         (tenant_id, cutoff, batch),
     )
+    await shift_unlinked_counts(tx, Counter((tenant_id, row["project_id"]) for row in rows), sign=-1)
+    return len(rows)
+
+
+async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
+    """The project's unlinked results, from the counter kept at write time (never a count of rows)."""
+    value = await db.fetch_value(
+        "SELECT unlinked_results FROM project_counters WHERE project_id = ? AND tenant_id = ?", (project_id, tenant_id)
+    )
+    return int(value or 0)
 
 
 async def tenants_with_unlinked_results(db: Database) -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tms.db import Database, Row, Transaction
+from tms.store.results import shift_unlinked_counts
 
 
 async def runs_created_before(db: Database, before: str, limit: int) -> list[Row]:
@@ -24,7 +27,11 @@ async def result_ids_chunk(tx: Transaction, run_id: str, limit: int) -> list[str
 async def delete_results(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
     marks = ",".join("?" * len(result_ids))
     await tx.execute(f"DELETE FROM test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
-    await tx.execute(f"DELETE FROM unlinked_test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
+    gone = await tx.fetch_all(
+        f"DELETE FROM unlinked_test_results WHERE run_id = ? AND id IN ({marks}) RETURNING tenant_id, project_id",
+        (run_id, *result_ids),
+    )
+    await shift_unlinked_counts(tx, Counter((row["tenant_id"], row["project_id"]) for row in gone), sign=-1)
 
 
 async def delete_run(tx: Transaction, run_id: str) -> None:
