@@ -15,6 +15,7 @@ import msgspec
 
 from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
 from tms.services import audit, events, failures, flaky, known_issues, retest, shards
@@ -231,6 +232,8 @@ async def ingest(
         await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
             "name": run_name, "linked": len(rows.linked), "unlinked": len(rows.unlinked),
             "rejected": len(rows.errors), "failed": counts[2]})
+        stored = len(rows.linked) + len(rows.unlinked)
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         if key:
             await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)
     return status_code, answer_body

@@ -13,6 +13,7 @@ import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.cases import Pagination
 from tms.models.results import RESULT_STATUSES, BulkAnswer, Result, ResultIn, ResultList, ResultsBody, ResultsBodyLoose
 from tms.services import audit, events, failures, flaky, retest
@@ -116,6 +117,7 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
         # one entry for the whole batch, with counts: never one per result
         await audit.record(tx, tenant_id, "run.results_posted", "run", run_id, {
             "accepted": len(rows), "created": deltas[0], "rejected": len(errors), "failed": len(failed)})
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(len(rows)))
     return bulk_answer(len(linked), errors)
 
 

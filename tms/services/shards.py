@@ -21,9 +21,10 @@ import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.ingest import IngestAnswer, IngestBody
 from tms.models.results import ItemError, ResultIn
-from tms.services import events, failures, flaky, retest
+from tms.services import audit, events, failures, flaky, retest
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.result_rows import (
     STATUS_INDEX,
@@ -169,6 +170,12 @@ async def ingest_into_run(
         flaky.touch_after_commit(tx, db, tenant_id, run["project_id"])
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
+        # one entry for the whole shard, with counts: never one per result
+        await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
+            "shard": True, "linked": len(linked_rows), "unlinked": len(unlinked_rows), "rejected": len(errors),
+            "failed": len(failed)})
+        stored = len(linked_rows) + len(unlinked_rows)
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         answer = IngestAnswer(
             run_id=run_id, accepted=len(linked_rows) + len(unlinked_rows), rejected=len(errors),
             errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
