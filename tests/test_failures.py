@@ -349,7 +349,7 @@ def test_flaky_tests_flip_rates_and_the_automation_status_moves(tenant: Tenant) 
     # FL-1 and the retried FL-3 (1/6 < 0.3) -> only FL-1 moves to FLAKY, by itself, audited and evented
     assert wait_for(lambda: case(tenant, "FL-1")["automation_status"] == "FLAKY")
     assert case(tenant, "FL-2")["automation_status"] == "MANUAL"
-    assert [e["action"] for e in audit_entries(tenant.server, tenant.id, "case", "FL-1")] == ["case.flaky_detected"]
+    assert flaky_moves(tenant, "FL-1") == ["case.flaky_detected"]
     [event] = outbox(tenant.server, tenant.id, "test_case.flaky_changed")
     assert event["data"] | {"changed_at": None} == {
         "test_case_id": case(tenant, "FL-1")["id"], "test_case_code": "FL-1", "project_id": project,
@@ -360,8 +360,7 @@ def test_flaky_tests_flip_rates_and_the_automation_status_moves(tenant: Tenant) 
     for _ in range(30):
         ingest(tenant, project, [{"test_case_code": "FL-1", "status": "PASSED"}])
     assert wait_for(lambda: case(tenant, "FL-1")["automation_status"] == "AUTOMATED")
-    assert [e["action"] for e in audit_entries(tenant.server, tenant.id, "case", "FL-1")] == [
-        "case.flaky_detected", "case.flaky_cleared"]
+    assert flaky_moves(tenant, "FL-1") == ["case.flaky_detected", "case.flaky_cleared"]
 
     for params in ({}, {"project_id": project, "runs": 1}, {"project_id": project, "runs": 1000}):
         assert_problem(tenant.api.get("/api/v1/flaky", params=params), 400)
@@ -431,6 +430,11 @@ def wait_for(condition: Any, seconds: float = 20) -> bool:
     return bool(condition())
 
 
+def flaky_moves(tenant: Tenant, code: str) -> list[str]:
+    return [e["action"] for e in audit_entries(tenant.server, tenant.id, "case", code)
+            if e["action"].startswith("case.flaky")]
+
+
 def audit_entries(server: ServerProcess, tenant_id: str, entity_type: str, code: str | None = None
                   ) -> list[dict[str, Any]]:
     with sqlite3.connect(server.db_path) as conn:
@@ -447,3 +451,19 @@ def outbox(server: ServerProcess, tenant_id: str, event: str) -> list[dict[str, 
         rows = conn.execute("SELECT body FROM events WHERE tenant_id = ? AND event = ? ORDER BY rowid",
                             (tenant_id, event)).fetchall()
     return [json.loads(body) for (body,) in rows]
+
+
+def test_patching_a_result_status_sets_or_clears_its_fingerprint(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    cases(tenant, project, "PT-1")
+    first = ingest(tenant, project, [timeout_failure("PT-1", 1)])
+    [cluster] = failures_of(tenant, first)
+    run = ingest(tenant, project, [{**timeout_failure("PT-1", 2), "status": "PASSED"}])
+    [result] = results_of(tenant, run)
+    assert result["fingerprint"] is None
+    failed = tenant.api.patch(f"/api/v1/results/{result['id']}", json={"status": "FAILED"})
+    assert failed.status_code == 200, failed.text
+    assert failed.json()["data"]["fingerprint"] == cluster["fingerprint"]
+    assert failures_of(tenant, run)[0]["new"] is False
+    passed = tenant.api.patch(f"/api/v1/results/{result['id']}", json={"status": "PASSED"})
+    assert passed.json()["data"]["fingerprint"] is None and failures_of(tenant, run) == []

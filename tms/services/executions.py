@@ -17,7 +17,7 @@ from tms.db import Database, Row, Transaction
 from tms.ids import now_iso
 from tms.models.executions import ResultPatch, StepResult
 from tms.models.results import Result
-from tms.services import audit, events, retest
+from tms.services import audit, events, failures, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.gherkin import step_count
@@ -126,6 +126,18 @@ async def update_result(
         new_status = changes.get("status")
         if new_status is not None and new_status != "UNKNOWN":
             changes["executed_at"] = now
+        if new_status is not None:
+            # a new status gets its fingerprint (FAILED/BROKEN) or loses it, and a matching known issue's bug
+            owner = await run_store.get_run(tx, tenant_id, row["run_id"])
+            assert owner is not None
+            key = changes.get("bug_ticket_key", row["bug_ticket_key"])
+            url = changes.get("bug_ticket_url", row["bug_ticket_url"])
+            fingerprint, stamped_key, stamped_url = await failures.restamp_one(
+                tx, tenant_id, owner["project_id"], row["run_id"], new_status, row["error_message"],
+                row["error_stack"], key, url)
+            changes["fingerprint"] = fingerprint
+            if stamped_key != key:
+                changes["bug_ticket_key"], changes["bug_ticket_url"] = stamped_key, stamped_url
         await store.update_result(tx, tenant_id, result_id, linked, changes)
         run = await run_store.get_run(tx, tenant_id, row["run_id"])
         assert run is not None
