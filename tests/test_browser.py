@@ -160,7 +160,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
         # the run page: the failure, its stack, the inline image, the unlinked result apart
         page.get_by_role("link", name="Runs").click()
         page.get_by_role("link", name="Nightly #1").click()
-        assert page.get_by_text("AssertionError: expected 200, got 500").is_visible()
+        assert page.get_by_text("AssertionError: expected 200, got 500").first.is_visible()
         # multi-line texts keep their lines (innerText follows the CSS: collapsed text has no \n)
         assert page.locator(".errmsg").inner_text() == "AssertionError: expected 200, got 500\nassert 500 == 200"
         assert page.locator(".multiline").inner_text().splitlines() == [
