@@ -36,6 +36,7 @@ def test_get_and_patch_one_result_keeps_counts_and_fires_failed(tenant: Tenant) 
     got = tenant.client("read").get(f"/api/v1/results/{first['id']}")
     assert got.status_code == 200
     assert got.json()["data"]["assignee_id"] is None and got.json()["data"]["step_results"] is None
+    assert got.json()["data"]["case_version"] == 1
     tester = add_member(tenant, "tester")
     steps = [{"index": 1, "status": "PASSED"}, {"index": 2, "status": "FAILED", "comment": "declined"}]
     patched = tenant.api.patch(f"/api/v1/results/{first['id']}", json={

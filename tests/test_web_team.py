@@ -213,3 +213,30 @@ def test_add_and_remove_cases_of_an_open_run(tenant: Tenant) -> None:
     removed = owner.post(f"/runs/{run['id']}/bulk", data={"result_ids": [results[0]["id"]], "action": "remove"})
     assert removed.status_code == 303
     assert tenant.api.get(f"/api/v1/runs/{run['id']}").json()["data"]["counts"]["total"] == 2
+
+
+def test_new_run_from_a_section_in_a_milestone(tenant: Tenant) -> None:
+    owner = tenant.web()
+    project = tenant.create_project("Shop")
+    section = tenant.api.post("/api/v1/sections", json={"project_id": project["id"], "name": "Checkout"})
+    assert section.status_code == 201, section.text
+    section_id = section.json()["data"]["id"]
+    inside = [tenant.api.post("/api/v1/cases", json={"title": f"In {i}", "bdd_content": GHERKIN,
+                                                     "project_id": project["id"], "section_id": section_id}
+                              ).json()["data"] for i in range(2)]
+    tenant.api.post("/api/v1/cases", json={"title": "Outside", "bdd_content": GHERKIN, "project_id": project["id"]})
+    milestone = tenant.api.post("/api/v1/milestones", json={"project_id": project["id"], "name": "2.4"})
+    assert milestone.status_code == 201, milestone.text
+    milestone_id = milestone.json()["data"]["id"]
+    page = owner.get("/runs/new", params={"project_id": project["id"], "section_id": section_id,
+                                          "milestone_id": milestone_id})
+    assert page.status_code == 200 and page.text.count('name="case_ids"') == 2
+    created = owner.post("/runs/new", data={"name": "Checkout pass", "project_id": project["id"],
+                                            "milestone_id": milestone_id, "all_matching": "1",
+                                            "f_project_id": project["id"], "f_section_id": section_id})
+    assert created.status_code == 303, created.text
+    run_id = created.headers["location"].rsplit("/", 1)[1]
+    run = tenant.api.get(f"/api/v1/runs/{run_id}").json()["data"]
+    assert run["milestone_id"] == milestone_id and run["counts"]["total"] == 2
+    codes = {r["test_case_code"] for r in tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"]}
+    assert codes == {c["code"] for c in inside}

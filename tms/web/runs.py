@@ -15,6 +15,8 @@ from tms.models.runs import RUN_STATUSES, RunCreate, RunUpdate
 from tms.services import attachments as attachment_service
 from tms.services import audit, executions, team
 from tms.services import cases as case_service
+from tms.services import failures as failure_service
+from tms.services import milestones as milestone_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
@@ -104,7 +106,8 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
         project = None
     history, _, _, _ = await audit.list_entries(db, tenant, entity_type="run", entity_id=run.id, limit=20)
     names = {m["id"]: m["name"] or m["email"] for m in members}
-    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project,
+    clusters = await failure_service.clusters(db, tenant, run.id)
+    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project, clusters=clusters,
                   linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
@@ -163,9 +166,10 @@ async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] 
     rows, page = await case_service.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
     total = page.total
     already = await case_views.in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
-    projects = await project_service.list_projects(db, tenant)
+    projects = await project_service.list_open_projects(db, tenant)
     form = form or {"name": "", "project_id": filters.project_id or "", "environment": "", "case_ids": [],
-                    "all_matching": False}
+                    "all_matching": False, "milestone_id": str(request.query_params.get("milestone_id") or "")}
+    milestones, _ = await milestone_service.list_milestones(db, tenant, status="OPEN", limit=500)
     environments = sorted({e for p in projects for e in p.environments})
     query = {"q": filters.q or "", "project_id": filters.project_id or "", "status": filters.status or "",
              "automation_status": filters.automation_status or "", "priority": filters.priority or "",
@@ -174,6 +178,7 @@ async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] 
     return render(request, "runs/pick.html", status_code=status_code, active_nav="runs", run=run,
                   cases=rows, total=total, shown=len(rows), already=already, projects=projects,
                   environments=environments, form=form, errors=errors or {}, query=query,
+                  milestones=[m for m in milestones if not form["project_id"] or m.project_id == form["project_id"]],
                   statuses=STATUSES, automation=AUTOMATION, priorities=PRIORITIES, layers=LAYERS,
                   filtered=any(v for k, v in query.items() if k != "project_id" or run is None))
 
@@ -195,7 +200,7 @@ async def create_run(request: AnyRequest) -> Template | Redirect:
     single, multi = await form_of(request)
     form = {"name": single.get("name", ""), "project_id": single.get("project_id", ""),
             "environment": single.get("environment", ""), "case_ids": multi.get("case_ids", []),
-            "all_matching": bool(single.get("all_matching"))}
+            "all_matching": bool(single.get("all_matching")), "milestone_id": single.get("milestone_id", "")}
     errors: dict[str, str] = {}
     if not form["name"].strip():
         errors["name"] = "Give the run a name."
@@ -212,7 +217,8 @@ async def create_run(request: AnyRequest) -> Template | Redirect:
     try:
         run = await run_service.create_run(db_of(request), tenant_of(request), RunCreate(
             name=form["name"].strip(), project_id=form["project_id"],
-            environment=form["environment"].strip() or None, test_case_ids=case_ids))
+            environment=form["environment"].strip() or None, test_case_ids=case_ids,
+            milestone_id=form["milestone_id"] or None))
     except DomainError as exc:
         field = {"test_case_ids": "case_ids"}.get(exc.field or "", exc.field or "name")
         return await _picker(request, form=form, errors={field: exc.detail}, status_code=400, filters=filters)
