@@ -20,7 +20,7 @@ from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.milestones import require_milestone
 from tms.services.paging import page_window
-from tms.services.runs import add_cases_to_run, require_project
+from tms.services.runs import add_cases_to_run, require_project, resolve_case_refs
 from tms.store import plans as plan_store
 from tms.store import runs as run_store
 
@@ -149,6 +149,7 @@ async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
             "selection": msgspec.json.encode(selection).decode(), "case_count": len(selected), "created_at": now,
         })
         results = 0
+        cases = await resolve_case_refs(tx, tenant_id, selected, field="case_ids")  # once for every run
         for run_id, environment in zip(run_ids, environments or [None], strict=True):
             await run_store.insert_run(
                 tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id,
@@ -156,7 +157,7 @@ async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
                 status="PENDING", created_at=now, milestone_id=body.milestone_id, plan_id=plan_id,
             )
             # the one way a run is filled with cases, whoever fills it (plans, the New run page, the API)
-            results += await add_cases_to_run(tx, tenant_id, run_id, selected)
+            results += await add_cases_to_run(tx, tenant_id, run_id, selected, resolved=cases)
         await audit.record(tx, tenant_id, "plan.created", "plan", plan_id, {
             "project_id": body.project_id, "name": name, "milestone_id": body.milestone_id, "cases": len(selected),
             "runs": len(run_ids), "results": results, "environments": environments, "run_ids": run_ids,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_id, new_ids, now_iso
-from tms.models.cases import Pagination
+from tms.models.cases import CODE_PATTERN, Pagination
 from tms.models.runs import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
 from tms.services import audit, events
 from tms.services.errors import Conflict, InvalidInput, NotFound
@@ -19,6 +20,8 @@ from tms.store import cases as case_store
 from tms.store import projects as project_store
 from tms.store import results as result_store
 from tms.store import runs as run_store
+
+_CODE = re.compile(CODE_PATTERN)
 
 
 def run_from_row(row: Row) -> Run:
@@ -78,8 +81,16 @@ async def resolve_case_refs(
     """case id -> (id, code, title) of each case named by cuid or code, in order, without repeats;
     two queries however many. Any unknown reference is a 400 naming the first few."""
     refs = list(dict.fromkeys(refs))
-    by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, refs)}
-    by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, refs)}
+    # codes match the contract's pattern and cuids never do: each ref is looked up where it can be
+    # (10,000 cuids would otherwise cost 10,000 missed code probes); whatever that misses, both ways
+    codes = [ref for ref in refs if _CODE.match(ref)]
+    ids = [ref for ref in refs if not _CODE.match(ref)]
+    by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, codes)} if codes else {}
+    by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, ids)} if ids else {}
+    missed = [ref for ref in refs if ref not in by_code and ref not in by_id]
+    if missed:
+        by_code.update((row["code"], row) for row in await case_store.resolve_codes(db, tenant_id, missed))
+        by_id.update((row["id"], row) for row in await case_store.resolve_ids(db, tenant_id, missed))
     cases: dict[str, Row] = {}
     unknown = []
     for ref in refs:
@@ -208,8 +219,13 @@ async def _open_run(tx: Transaction, tenant_id: str, run_id: str) -> Row:
     return run
 
 
-async def add_cases_to_run(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> int:
+async def add_cases_to_run(
+    tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str], *, resolved: dict[str, Row] | None = None
+) -> int:
     """Adds each case (cuid or code) to the run as an ``UNKNOWN`` result, inside the caller's transaction.
+
+    ``resolved`` (from ``resolve_case_refs`` in the same transaction) spares the look-up when the caller
+    fills several runs with the same cases: a plan resolves its selection once for all its runs.
 
     A case the run already holds keeps its result. One executemany whatever the number of cases; the
     run's summary counts grow by the rows added (total and unknown) and its status stays as it is,
@@ -217,7 +233,7 @@ async def add_cases_to_run(tx: Transaction, tenant_id: str, run_id: str, case_id
     Returns the number of results added. Unknown cases are a 400; a completed run a 409.
     """
     await _open_run(tx, tenant_id, run_id)
-    cases = await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
+    cases = resolved if resolved is not None else await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
     if not cases:
         return 0
     now = now_iso()
