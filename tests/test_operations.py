@@ -50,6 +50,24 @@ def test_metrics_on_loopback_count_requests_and_show_the_outbox(server: ServerPr
     assert "tms_request_duration_seconds_bucket" in text
 
 
+def _ingested_total(server: ServerProcess) -> float:
+    import httpx
+
+    for line in httpx.get(server.url + "/metrics").text.splitlines():
+        if line.startswith("tms_ingested_results_total "):
+            return float(line.split()[1])
+    raise AssertionError("tms_ingested_results_total missing")
+
+
+def test_metrics_count_ingested_results(server: ServerProcess, tenant: Tenant) -> None:
+    project = tenant.create_project()
+    before = _ingested_total(server)
+    response = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": [
+        {"title": "one", "status": "PASSED"}, {"title": "two", "status": "FAILED"}]})
+    assert response.status_code == 201, response.text
+    assert _ingested_total(server) == before + 2
+
+
 def _in_process_client(env: dict[str, str], tmp_path: Path) -> TestClient:
     from litestar.exceptions import LitestarDeprecationWarning
 

@@ -314,25 +314,22 @@ def test_plan_cases_must_be_of_its_project_and_tenant(tenant: Tenant, other_tena
     assert_problem(tenant.api.post("/api/v1/plans", json={"project_id": "nope", "name": "p", "tags": ["x"]}), 404)
 
 
-def test_section_ids_select_nothing_they_do_not_name(tenant: Tenant) -> None:
-    """Sections arrive with the library tree (migration 0017); until then section_ids is a clear 400."""
+def test_unknown_section_ids_are_400_naming_them(tenant: Tenant) -> None:
     project = tenant.create_project()
     new_case(tenant, project_id=project["id"], tags=["smoke"])
-    body = {"project_id": project["id"], "name": "p", "section_ids": ["no-such-section"]}
+    body = {"project_id": project["id"], "name": "p", "section_ids": ["no-such-section"], "tags": ["smoke"]}
     problem = assert_problem(tenant.api.post("/api/v1/plans", json=body), 400)
-    assert problem["errors"][0]["field"] == "section_ids"
-    assert "not available" in problem["detail"] or "no-such-section" in problem["detail"]
+    assert problem["errors"][0]["field"] == "section_ids" and "no-such-section" in problem["detail"]
+    assert tenant.api.get("/api/v1/plans").json()["data"] == []
 
 
 def test_section_ids_select_the_sections_with_their_subsections(tenant: Tenant) -> None:
-    """With the library tree (sections, migration 0017): a section brings every case of its subtree."""
+    """A section brings every case of its subtree."""
     project, other = tenant.create_project(), tenant.create_project("Other")
 
     def section(name: str, parent: str | None = None, project_id: str = project["id"]) -> str:
         response = tenant.api.post("/api/v1/sections", json={"project_id": project_id, "name": name,
                                                              "parent_id": parent})
-        if response.status_code == 404 and parent is None:
-            pytest.skip("sections are not on this branch yet (library tree, migration 0017)")
         assert response.status_code == 201, response.text
         return response.json()["data"]["id"]
 

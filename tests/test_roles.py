@@ -75,6 +75,12 @@ UNSAFE_ROUTES = [
     ("POST", "/plans/new", "tester"),
     ("POST", "/plans/{id}/edit", "tester"),
     ("POST", "/plans/{id}/delete", "tester"),
+    # failure intelligence pages (issue 15)
+    ("POST", "/known-issues", "tester"),
+    ("POST", "/known-issues/{id}/status", "tester"),
+    ("POST", "/known-issues/{id}/delete", "tester"),
+    ("POST", "/quarantine", "tester"),
+    ("POST", "/quarantine/{id}/delete", "tester"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",

@@ -150,6 +150,9 @@ def test_run_id_rules_over_http(tenant: Tenant, other_tenant: Tenant) -> None:
     ok = ingest(tenant, project_id=project["id"], run_id=run["id"])
     assert ok.status_code == 201, ok.text
     assert ok.json()["run_id"] == run["id"]
+    # a shard's answer names its results too, so `tms ingest --run-id` can attach files to them
+    [stored] = tenant.api.get(f"/api/v1/runs/{run['id']}/results").json()["data"]
+    assert ok.json()["result_ids"] == [stored["id"]]
     # another project's run, an unknown run, another tenant's run: 404 naming run_id
     for problem in (ingest(tenant, project_id=other_project["id"], run_id=run["id"]),
                     ingest(tenant, project_id=project["id"], run_id="nope"),

@@ -59,7 +59,10 @@ def test_archive_hides_the_project_until_shown_or_unarchived(tenant: Tenant) -> 
 
 def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant) -> None:
     doomed, other = tenant.create_project("Doomed"), tenant.create_project("Other")
-    case = new_case(tenant, project_id=doomed["id"], tags=["smoke"])
+    section = tenant.api.post("/api/v1/sections", json={"project_id": doomed["id"], "name": "Checkout"})
+    assert section.status_code == 201, section.text
+    case = new_case(tenant, project_id=doomed["id"], tags=["smoke"], section_id=section.json()["data"]["id"])
+    assert tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"title": "Edited once"}).status_code == 200
     other_case = new_case(tenant, project_id=other["id"])
     ingest = tenant.api.post("/api/v1/ingest", json={"project_id": doomed["id"], "results": [
         {"test_case_code": case["code"], "status": "FAILED"}, {"title": "unlinked", "status": "PASSED"}]})
@@ -106,6 +109,10 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
                             doomed_files).fetchone()[0] == 0
         assert conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE project_id = ?",
                             (doomed["id"],)).fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM case_versions WHERE case_id = ?", (case["id"],)).fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM sections WHERE project_id = ?", (doomed["id"],)).fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM case_versions WHERE case_id = ?",
+                            (other_case["id"],)).fetchone()[0] == 1
     # the other project is untouched, its file included
     assert tenant.api.get(f"/api/v1/cases/{other_case['id']}").status_code == 200
     assert tenant.api.get(f"/api/v1/attachments/{kept_upload.json()['data'][0]['id']}").status_code == 200
@@ -224,3 +231,25 @@ def test_create_a_plan_from_the_form_and_follow_its_progress(tenant: Tenant) -> 
     gone = follow(web, web.post(f"/plans/{plan_id}/delete"))
     assert "runs and their results are kept" in flashes(gone.text)[0]
     assert tenant.api.get(f"/api/v1/runs/{staging}").json()["data"]["counts"]["passed"] == 1
+
+
+def test_the_plan_form_picks_sections_with_their_subsections(tenant: Tenant) -> None:
+    project = tenant.create_project("Shop")
+
+    def section(name: str, parent: str | None = None) -> str:
+        response = tenant.api.post("/api/v1/sections", json={"project_id": project["id"], "name": name,
+                                                             "parent_id": parent})
+        assert response.status_code == 201, response.text
+        return response.json()["data"]["id"]
+
+    checkout = section("Checkout")
+    cards = section("Cards", checkout)
+    new_case(tenant, project_id=project["id"], section_id=cards, title="Pay by card")
+    new_case(tenant, project_id=project["id"], title="Unfiled")
+    web = tenant.web()
+    form = web.get(f"/plans/new?project_id={project['id']}", headers=HTML)
+    assert f'value="{checkout}"' in form.text and f'value="{cards}"' in form.text and "Cards" in text_of(form.text)
+    created = web.post("/plans/new", data={**_plan_form(project), "section_ids": [checkout]})
+    page = follow(web, created)
+    assert "started: 1 run of 1 case." in flashes(page.text)[0]
+    assert "1 section" in text_of(page.text)

@@ -72,10 +72,11 @@ def test_run_page_results_sections_and_filter(tenant: Tenant) -> None:
     assert re.search(r"<details class=\"stack\"><summary>Stack trace</summary><pre>Traceback: line 1\nboom</pre>", html)
     assert 'href="https://jira.example.com/browse/SHOP-9"' in html
     assert "javascript:" not in html  # an unsafe bug URL is shown as text, never as a link
-    linked, _, unlinked = html.partition('id="unlinked-title"')
+    # the results sections (the failure clusters above them name failing tests of both kinds)
+    linked, _, unlinked = html.split('id="results-title"', 1)[1].partition('id="unlinked-title"')
     assert "unlinked login test" in unlinked and "unlinked login test" not in linked
     assert "1.5 s" in linked and "pytest" in linked
-    failed_only = web.get(f"/runs/{run_id}?status=FAILED", headers=HTML).text
+    failed_only = web.get(f"/runs/{run_id}?status=FAILED", headers=HTML).text.split('id="results-title"', 1)[1]
     assert "expected 200" in failed_only and "unlinked login test" not in failed_only
     assert "Mark completed" not in html  # ingest creates runs COMPLETED
 

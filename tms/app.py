@@ -26,12 +26,16 @@ from tms.api import attachments as attachments_api
 from tms.api import case_io as case_io_api
 from tms.api import cases as cases_api
 from tms.api import executions as executions_api
+from tms.api import failures as failures_api
+from tms.api import flaky as flaky_api
 from tms.api import ingest as ingest_api
+from tms.api import known_issues as known_issues_api
 from tms.api import me as me_api
 from tms.api import milestones as milestones_api
 from tms.api import operations as operations_api
 from tms.api import plans as plans_api
 from tms.api import projects as projects_api
+from tms.api import quarantine as quarantine_api
 from tms.api import results as results_api
 from tms.api import retention as retention_api
 from tms.api import runs as runs_api
@@ -47,6 +51,7 @@ from tms.db import Database
 from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
+from tms.services import flaky as flaky_service
 from tms.services import retention
 from tms.services.tokens import LastUsedTracker
 from tms.store.sessions import SQLiteSessionStore
@@ -56,6 +61,7 @@ from tms.web import audit as web_audit
 from tms.web import auth as web_auth
 from tms.web import cases as web_cases
 from tms.web import execution as web_execution
+from tms.web import failures as web_failures
 from tms.web import home as web_home
 from tms.web import integrations as web_integrations
 from tms.web import library as web_library
@@ -111,6 +117,17 @@ def _api_router() -> Router:
             team_api.list_audit,
             ingest_api.ingest,
             retention_api.sweep,
+            failures_api.run_failures,
+            failures_api.compare_runs,
+            known_issues_api.list_known_issues,
+            known_issues_api.create_known_issue,
+            known_issues_api.get_known_issue,
+            known_issues_api.update_known_issue,
+            known_issues_api.delete_known_issue,
+            quarantine_api.list_quarantine,
+            quarantine_api.create_quarantine,
+            quarantine_api.delete_quarantine,
+            flaky_api.list_flaky,
             sections_api.list_sections,
             sections_api.create_section,
             sections_api.get_section,
@@ -163,6 +180,7 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_failures.router(),
         web_milestones.router(),
         web_plans.router(),
     ]
@@ -182,6 +200,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # the outbox drain: resumes pending deliveries from the database, then follows new events
         dispatcher = Dispatcher(db, config, gauge=request_gauge)
         await dispatcher.start()
+        # flaky cases re-evaluated after each write of results, off the request path
+        flaky_watcher = flaky_service.watch(db, config.get("flaky.threshold"), config.get("flaky.runs"))
         tasks = [
             asyncio.create_task(run_periodically(lambda: token_usage.flush(db), 15, "token last-used flush")),
             asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping")),
@@ -198,6 +218,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             yield
         finally:
             await dispatcher.stop()
+            await flaky_watcher.idle()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -65,6 +65,10 @@ def _build_parser() -> argparse.ArgumentParser:
     ingest = commands.add_parser("ingest", help="parse JUnit XML / Cucumber JSON reports and post one ingest")
     add_ingest_arguments(ingest)
 
+    from tms.reporter.gate import add_quarantine_arguments
+
+    quarantine = commands.add_parser("quarantine", help="quarantined tests of a project (a client of the API)")
+    add_quarantine_arguments(quarantine)
     from tms.reporter.library import add_cases_arguments
 
     cases = commands.add_parser("cases", help="export or import a project's test cases (CSV, TestRail XML)")
@@ -91,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         from tms.reporter.cli import run_ingest
 
         return run_ingest(args)
+    if args.command == "quarantine":
+        from tms.reporter.gate import run_quarantine
+
+        return run_quarantine(args)
     if args.command == "cases":
         from tms.reporter.library import run_cases
 

@@ -110,6 +110,10 @@ SETTINGS: tuple[Setting, ...] = (
             maximum=10**9),
     Setting("ai", "timeout_seconds", 60.0, "Timeout of one request to the AI provider, in seconds.", minimum=0.001,
             maximum=3600),
+    Setting("flaky", "threshold", 0.3, "Flip rate (0-1) at which a case becomes FLAKY; below half of it, it is "
+            "stable again (AUTOMATED).", minimum=0.01, maximum=1),
+    Setting("flaky", "runs", 30, "How many of a project's last runs flaky detection looks at.", minimum=2,
+            maximum=200),
     Setting("smtp", "host", "", "SMTP server that mails invitation links; empty = no mail (the link is shown "
             "to the admin to hand over)."),
     Setting("smtp", "port", 587, "SMTP port.", minimum=1, maximum=65535),

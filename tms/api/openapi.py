@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from litestar import Litestar, Request
 from litestar.openapi.plugins import JsonRenderPlugin
 
-from tms.models.cases import CASE_STATUSES
+from tms.models.cases import CASE_STATUSES, AutomationStatus, Layer, Priority
 from tms.models.ingest import IngestBody
+from tms.models.milestones import MILESTONE_STATUSES
 from tms.models.results import ResultsBody
 from tms.models.runs import RUN_STATUSES
 from tms.problems import PROBLEM_JSON
+from tms.services.case_io import FORMATS as IMPORT_FORMATS
 from tms.services.events import EVENT_NAMES
+from tms.store.cases import SORTS as CASE_SORTS
 
 REF = "#/components/schemas/{name}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
@@ -67,7 +70,22 @@ PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 PARAMETER_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/api/v1/cases", "status"): CASE_STATUSES,
+    ("/api/v1/cases", "sort"): tuple(CASE_SORTS),
+    ("/api/v1/cases", "order"): ("asc", "desc"),
+    ("/api/v1/cases", "priority"): get_args(Priority),
+    ("/api/v1/cases", "automation_status"): get_args(AutomationStatus),
+    ("/api/v1/cases", "layer"): get_args(Layer),
     ("/api/v1/runs", "status"): RUN_STATUSES,
+    ("/api/v1/milestones", "status"): MILESTONE_STATUSES,
+    ("/api/v1/cases/export", "format"): ("csv",),
+    ("/api/v1/cases/import", "format"): IMPORT_FORMATS,
+}
+# Query parameters a handler types as optional but its service requires.
+REQUIRED_QUERY = {("/api/v1/sections", "project_id"), ("/api/v1/cases/export", "project_id"),
+                  ("/api/v1/cases/import", "project_id")}
+# Body fields that exclude each other (a shard's run already has its name and environment).
+EXCLUSIVE_FIELDS: dict[str, list[tuple[str, str]]] = {
+    "IngestBody": [("run_id", "run_name"), ("run_id", "environment")],
 }
 # What the services check in a body beyond msgspec's types and lengths, said in JSON Schema:
 # names trimmed and then refused when blank, Gherkin that must hold a Feature, webhook targets that
@@ -97,6 +115,7 @@ FIELD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("SubscriptionCreate", "events"): EVENTS,
     ("SubscriptionUpdate", "events"): EVENTS,
     ("IngestBody", "results"): AT_LEAST_ONE,
+    ("Filters", "environments"): {"items": NOT_BLANK},
     ("ResultsBody", "results"): AT_LEAST_ONE,
 }
 
@@ -155,6 +174,9 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
     refs, components = msgspec.json.schema_components(types, ref_template=REF)
     for (name, field), extra in FIELD_SCHEMAS.items():
         _constrain(components.get(name), field, extra)
+    for name, pairs in EXCLUSIVE_FIELDS.items():
+        if name in components:
+            components[name]["allOf"] = [{"not": {"required": list(pair)}} for pair in pairs]
     return dict(zip(types, refs, strict=True)), components
 
 
@@ -211,7 +233,9 @@ def _finish_operation(path: str, method: str, operation: dict[str, Any],
     scoped = any(scopes for requirement in operation.get("security", []) for scopes in requirement.values())
     if scoped or (path.startswith("/api/webhooks") and method != "GET"):
         statuses[403] = ERROR_TEXT[403]
-    if "{" in path or (has_body and body_type is not None and _names_ids(body_type)):
+    names_resource = any(p.get("required") and p.get("name", "").endswith("_id")
+                         for p in operation.get("parameters", []) if p.get("in") == "query")
+    if "{" in path or names_resource or (has_body and body_type is not None and _names_ids(body_type)):
         statuses[404] = ERROR_TEXT[404]
     if has_body:
         statuses[413] = ERROR_TEXT[413]
@@ -259,6 +283,8 @@ def _bound_parameter(path: str, parameter: dict[str, Any]) -> None:
         return
     (schema,) = options
     name = parameter.get("name", "")
+    if (path, name) in REQUIRED_QUERY:
+        parameter["required"] = True
     if schema.get("type") == "integer":
         for bound, value in PARAMETER_SCHEMAS.get(name, {}).items():
             schema.setdefault(bound, value)  # a handler's own bound (ge/le) stays

@@ -37,6 +37,14 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     error_message: Text | None = None
     error_stack: Stack | None = None
     executed_at: datetime | None = None
+    # statuses of earlier attempts of the same test in this run, oldest first (the reporter's retries):
+    # a PASSED result with a FAILED or BROKEN attempt passed only on retry, evidence of a flaky test
+    attempts: Annotated[list[ResultStatus], msgspec.Meta(max_length=50)] | None = None
+
+    @property
+    def passed_on_retry(self) -> int:
+        return int(self.status == "PASSED" and bool(self.attempts)
+                   and any(a in ("FAILED", "BROKEN") for a in self.attempts or ()))
 
     def __post_init__(self) -> None:
         # stored in UTC: an offset can push a time at the calendar's edge out of the years 1-9999
@@ -89,6 +97,7 @@ class Result(msgspec.Struct):
     created_at: str
     updated_at: str
     attachments: list[dict[str, Any]]
+    fingerprint: str | None = None  # FAILED and BROKEN results: tms.services.fingerprints
     # the case's version when the result was written (null: unlinked, or written before versions existed)
     case_version: int | None = None
     # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)

@@ -12,6 +12,7 @@ Exit status (docs/reporter.md):
   2  usage or configuration error: no URL or token, a report path that does not exist
   3  some results rejected (207) with --strict
   4  the service could not be reached, or kept answering 5xx/429, after every retry
+  5  --gate failures|new-failures: the gate failed (see tms.reporter.gate)
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from tms.reporter.detect import (
     XUNIT,
 )
 from tms.reporter.files import NoReports, Report, classify, expand
+from tms.reporter.gate import EXIT_GATE, GATES, GateError, classify_failures, describe, failed, fetch_clusters
 from tms.reporter.gotest import parse_gotest
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
@@ -92,6 +94,8 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
                         help="first retry delay, doubled each time (default: 1)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="time limit of one request (default: 120)")
+    parser.add_argument("--gate", choices=GATES, help="exit 5 when any failure (failures) or any failure never "
+                        "seen before (new-failures) remains once quarantined tests are set aside")
 
 
 class Console:
@@ -158,6 +162,7 @@ def run_ingest(args: argparse.Namespace, stdout: TextIO | None = None, stderr: T
 
 
 def _run(args: argparse.Namespace, url: str, token: str, console: Console) -> int:
+    args.token_value = token
     problem = _check_settings(args, url, token)
     if problem:
         console.err(f"tms ingest: error: {problem}")
@@ -362,10 +367,24 @@ def _answer(args: argparse.Namespace, url: str, token: str, reply: Reply, items:
     summary["accepted"] = _int(body.get("accepted", data.get("accepted")), len(items) - summary["rejected"])
     _upload_attachments(args, url, token, body.get("result_ids"), items, summary, console)
 
+    gate = getattr(args, "gate", None)
+    if gate and run_id:
+        try:
+            summary["gate"] = {"gate": gate, **classify_failures(fetch_clusters(url, args.token_value, run_id,
+                                                                             args.timeout))}
+        except GateError as exc:
+            console.err(f"tms ingest: error: {exc}")
+            return EXIT_FAILED
     if args.json:
         console.out(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
         _print_summary(summary, console)
+        if "gate" in summary:
+            for line in describe(gate, summary["gate"]):
+                console.out(line)
+    if "gate" in summary and failed(gate, summary["gate"]):
+        console.err(f"tms ingest: error: the {gate} gate failed")
+        return EXIT_GATE
     if summary["rejected"]:
         if args.strict:
             console.err(f"tms ingest: error: {summary['rejected']} result(s) rejected (--strict)")

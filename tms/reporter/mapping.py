@@ -164,6 +164,9 @@ def _result(outcome: TestOutcome, title: str, code: str | None) -> dict[str, Any
     result["status"] = outcome.status
     if outcome.attempts or outcome.notes:
         result["comment"] = _cap(comment_of(outcome), MAX_COMMENT)
+    if outcome.attempts:
+        # earlier attempts' statuses: the service reads "passed only on retry" from them (flaky evidence)
+        result["attempts"] = list(outcome.attempts[-50:])
     if outcome.duration_ms is not None:
         result["duration_ms"] = outcome.duration_ms
     if outcome.framework:

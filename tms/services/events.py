@@ -19,6 +19,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "test_run_result.failed",
     "bug.resolved",
     "retest.required",
+    "test_case.flaky_changed",
 )
 
 _encoder = msgspec.json.Encoder()

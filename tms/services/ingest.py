@@ -15,10 +15,12 @@ import msgspec
 
 from tms.db import Database
 from tms.ids import new_id, new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.ingest import IngestAnswer, IngestBody, IngestBodyLoose
 from tms.models.results import ItemError, ResultIn
-from tms.services import audit, events, retest, shards
+from tms.services import audit, events, failures, flaky, known_issues, retest, shards
 from tms.services.errors import Conflict, InvalidInput
+from tms.services.known_issues import Matcher
 from tms.services.result_rows import (
     STATUS_INDEX,
     CaseMaps,
@@ -69,6 +71,8 @@ class _Rows(NamedTuple):
     failed: list[dict[str, Any]]
     # per item, the id of the result it landed in (None when rejected): items of one case share it
     result_ids: list[str | None]
+    # fingerprints seen and known-issue bugs applied, for the first-seen and daily tables
+    stamper: failures.Stamper
 
 
 def _build_rows(
@@ -79,6 +83,7 @@ def _build_rows(
     items: list[ResultIn | None],
     cases: CaseMaps,
     item_errors: dict[int, str],
+    matcher: Matcher,
 ) -> _Rows:
     """The rows of both tables, the run's counts, the failed events and the errors.
 
@@ -95,6 +100,7 @@ def _build_rows(
     linked_state: dict[str, tuple[str, str]] = {}
     counts = [0, 0, 0, 0, 0, 0]
     failed: list[dict[str, Any]] = []
+    stamper = failures.Stamper(matcher)
     for index, item in enumerate(items):
         if item is None:
             continue
@@ -104,10 +110,13 @@ def _build_rows(
             continue
         status = item.status
         framework = item.framework or default_framework
+        # a failure's fingerprint, and the bug of a matching known issue when the item names none
+        stamp = stamper.stamp(status, item.error_message, item.error_stack, item.bug_ticket_key,
+                              item.bug_ticket_url)
         if case is None:
             result_id = ids[index]
             result_ids[index] = result_id
-            unlinked.append(unlinked_row(result_id, tenant_id, project_id, run_id, item, framework, now))
+            unlinked.append(unlinked_row(result_id, tenant_id, project_id, run_id, item, framework, now, stamp))
             counts[STATUS_INDEX[status]] += 1
             if status == "FAILED":
                 failed.append(failed_event(run, result_id, None, item.title, item))
@@ -118,13 +127,13 @@ def _build_rows(
         result_ids[index] = result_id
         linked_state[case_id] = (result_id, status)
         title = item.title or case["title"]
-        linked.append(linked_row(result_id, tenant_id, run_id, case, title, item, framework, now))
+        linked.append(linked_row(result_id, tenant_id, run_id, case, title, item, framework, now, stamp))
         if status == "FAILED" and (previous is None or previous[1] != "FAILED"):
             failed.append(failed_event(run, result_id, case, title, item))
     counts[0] = len(unlinked) + len(linked_state)
     for _, last_status in linked_state.values():
         counts[STATUS_INDEX[last_status]] += 1
-    return _Rows(errors, linked, unlinked, linked_state, counts, failed, result_ids)
+    return _Rows(errors, linked, unlinked, linked_state, counts, failed, result_ids, stamper)
 
 
 # A body whose every item is rejected is a 400; its problem lists this many of the item errors.
@@ -186,7 +195,8 @@ async def ingest(
     project_id = body.project_id
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
     build = (tenant_id, run, now, body.framework, items)
-    rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors)
+    matcher = await known_issues.matcher_for(db, tenant_id, project_id)
+    rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors, matcher)
     _refuse_if_nothing_stored(rows)
 
     async with db.transaction() as tx:
@@ -199,7 +209,7 @@ async def ingest(
         if not await cases_still_exist(tx, tenant_id, rows.linked_state.keys()):
             # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
             rows = await off_loop(len(raw), _build_rows, *build, await resolve_cases(tx, tenant_id, items),
-                                  item_errors)
+                                  item_errors, matcher)
             _refuse_if_nothing_stored(rows)
         counts = rows.counts
         status_code, answer_body = _answer(run_id, rows)
@@ -214,12 +224,16 @@ async def ingest(
             await retest.clear_after_results(tx, tenant_id, retest_pairs(rows.linked), now)
         if rows.unlinked:
             await result_store.insert_unlinked(tx, rows.unlinked)
+        await failures.record(tx, tenant_id, project_id, run_id, now, rows.stamper)
+        flaky.touch_after_commit(tx, db, tenant_id, project_id)
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", rows.failed)
         await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(run_row))
         # one entry for the whole report, with counts: never one per result
         await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
             "name": run_name, "linked": len(rows.linked), "unlinked": len(rows.unlinked),
             "rejected": len(rows.errors), "failed": counts[2]})
+        stored = len(rows.linked) + len(rows.unlinked)
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         if key:
             await idempotency_store.save_answer(tx, tenant_id, key, request_sha256, status_code, answer_body, now)
     return status_code, answer_body

@@ -18,7 +18,7 @@ from typing import Any
 from tms.db import Database, Row, Transaction
 from tms.ids import iso_days_ago, new_id, now_iso
 from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, trackers
-from tms.services import audit, retest
+from tms.services import audit, known_issues, retest
 from tms.services.errors import DomainError, InvalidInput, NotFound
 from tms.services.events import emit_many
 from tms.store import integrations as integration_store
@@ -171,6 +171,8 @@ async def resolve_bug(
     newly flagged case. Returns (linked cases, newly flagged)."""
     tenant_id = integration["tenant_id"]
     full, short = link_keys(integration, event)
+    # known issues naming this bug close, and the tests failing with their fingerprints join the retest queue
+    await known_issues.close_for_bug(tx, db, tenant_id, full, event.bug_key)
     cases = await retest_store.cases_linked_to_bug(
         tx, tenant_id, full, short, short_key_sources=(integration["kind"], "OTHER")
     )

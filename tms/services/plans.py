@@ -20,7 +20,7 @@ from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.milestones import require_milestone
 from tms.services.paging import page_window
-from tms.services.runs import require_project
+from tms.services.runs import add_cases_to_run, require_project
 from tms.store import plans as plan_store
 from tms.store import runs as run_store
 
@@ -108,8 +108,6 @@ async def _selected_cases(db: Database, tenant_id: str, body: PlanCreate) -> lis
         case_ids = list(dict.fromkeys(case_id for case_id, _, _ in found))
 
     if section_ids:
-        if not await plan_store.sections_available(db):
-            raise InvalidInput("section_ids: sections are not available on this server", field="section_ids")
         known = await plan_store.known_sections(db, tenant_id, body.project_id, section_ids)
         missing = [section_id for section_id in section_ids if section_id not in known]
         if missing:
@@ -157,7 +155,8 @@ async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
                 name=name if environment is None else f"{name} · {environment}", environment=environment,
                 status="PENDING", created_at=now, milestone_id=body.milestone_id, plan_id=plan_id,
             )
-            results += await run_store.add_cases_to_run(tx, tenant_id, run_id, selected)
+            # the one way a run is filled with cases, whoever fills it (plans, the New run page, the API)
+            results += await add_cases_to_run(tx, tenant_id, run_id, selected)
         await audit.record(tx, tenant_id, "plan.created", "plan", plan_id, {
             "project_id": body.project_id, "name": name, "milestone_id": body.milestone_id, "cases": len(selected),
             "runs": len(run_ids), "results": results, "environments": environments, "run_ids": run_ids,

@@ -27,6 +27,7 @@ from tms.store import cases as case_store
 from tms.store.results import LinkedRow, UnlinkedRow
 
 T = TypeVar("T")
+Stamp = tuple[str | None, str | None, str | None]  # (fingerprint, bug_ticket_key, bug_ticket_url)
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 # index of a status in a run's counts (index 0 is the total), as in tms.store.runs.COUNT_COLUMNS
 STATUS_INDEX = {status: i + 1 for i, status in enumerate(("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"))}
@@ -152,12 +153,16 @@ def link(item: ResultIn, by_code: dict[str, Row], by_id: dict[str, Row]) -> Row 
 # keyword calls with 17 arguments cost ~2 µs a row more, 0.2 s on a 100k-result ingest.
 def linked_row(
     result_id: str, tenant_id: str, run_id: str, case: Row, title: str | None, item: ResultIn,
-    framework: str | None, now: str,
+    framework: str | None, now: str, stamp: Stamp = (None, None, None),
 ) -> LinkedRow:
+    """``stamp`` is (fingerprint, bug_ticket_key, bug_ticket_url) from tms.services.failures.Stamper: the
+    bug of a matching known issue when the item names none."""
+    fingerprint, bug_key, bug_url = stamp
     return LinkedRow(
         result_id, tenant_id, run_id, case["id"], case["code"], title, item.status, item.comment,
-        item.bug_ticket_key, item.bug_ticket_url, item.duration_ms, framework, item.error_message,
-        item.error_stack, executed_at_text(item.executed_at), now, now,
+        bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
+        item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
+        item.passed_on_retry,
     )
 
 
@@ -167,17 +172,20 @@ def placeholder_row(result_id: str, tenant_id: str, run_id: str, case: Row, now:
         id=result_id, tenant_id=tenant_id, run_id=run_id, test_case_id=case["id"], test_case_code=case["code"],
         title=case["title"], status="UNKNOWN", comment=None, bug_ticket_key=None, bug_ticket_url=None,
         duration_ms=None, framework=None, error_message=None, error_stack=None, executed_at=None,
-        created_at=now, updated_at=now,
+        created_at=now, updated_at=now, fingerprint=None, passed_on_retry=0,
     )
 
 
 def unlinked_row(
-    result_id: str, tenant_id: str, project_id: str, run_id: str, item: ResultIn, framework: str | None, now: str
+    result_id: str, tenant_id: str, project_id: str, run_id: str, item: ResultIn, framework: str | None, now: str,
+    stamp: Stamp = (None, None, None),
 ) -> UnlinkedRow:
+    fingerprint, bug_key, bug_url = stamp
     return UnlinkedRow(
-        result_id, tenant_id, project_id, run_id, item.title, item.status, item.comment, item.bug_ticket_key,
-        item.bug_ticket_url, item.duration_ms, framework, item.error_message, item.error_stack,
-        executed_at_text(item.executed_at), now, now,
+        result_id, tenant_id, project_id, run_id, item.title, item.status, item.comment,
+        bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
+        item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
+        item.passed_on_retry,
     )
 
 

@@ -13,9 +13,10 @@ import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.cases import Pagination
 from tms.models.results import RESULT_STATUSES, BulkAnswer, Result, ResultIn, ResultList, ResultsBody, ResultsBodyLoose
-from tms.services import audit, events, retest
+from tms.services import audit, events, failures, flaky, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.paging import page_window
@@ -85,6 +86,7 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
             if not linked:
                 return bulk_answer(0, errors)
         fresh_ids = iter(new_ids(len(linked)))
+        stamper = await failures.stamper_for(tx, tenant_id, run["project_id"])
         state = await result_store.current_for_cases(tx, run_id, list({case["id"] for _, _, case in linked}))
         deltas = [0, 0, 0, 0, 0, 0]
         rows: list[LinkedRow] = []
@@ -99,11 +101,15 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
             deltas[STATUS_INDEX[item.status]] += 1
             state[case["id"]] = (result_id, item.status)
             title = item.title or case["title"]
-            rows.append(linked_row(result_id, tenant_id, run_id, case, title, item, item.framework, now))
+            stamp = stamper.stamp(item.status, item.error_message, item.error_stack, item.bug_ticket_key,
+                                  item.bug_ticket_url)
+            rows.append(linked_row(result_id, tenant_id, run_id, case, title, item, item.framework, now, stamp))
             # fired when a result becomes FAILED: created FAILED or changed to FAILED, not when it stays so
             if item.status == "FAILED" and (previous is None or previous[1] != "FAILED"):
                 failed.append(failed_event(run, result_id, case, title, item))
         await result_store.upsert_linked(tx, rows)
+        await failures.record(tx, tenant_id, run["project_id"], run_id, now, stamper)
+        flaky.touch_after_commit(tx, db, tenant_id, run["project_id"])
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
         # a new result is the retest a flagged case waits for: (test_case_id, executed_at) of each row
@@ -111,6 +117,7 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
         # one entry for the whole batch, with counts: never one per result
         await audit.record(tx, tenant_id, "run.results_posted", "run", run_id, {
             "accepted": len(rows), "created": deltas[0], "rejected": len(errors), "failed": len(failed)})
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(len(rows)))
     return bulk_answer(len(linked), errors)
 
 

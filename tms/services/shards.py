@@ -21,9 +21,10 @@ import msgspec
 
 from tms.db import Database, Row, Transaction
 from tms.ids import new_ids, now_iso
+from tms.metrics import INGESTED_RESULTS
 from tms.models.ingest import IngestAnswer, IngestBody
 from tms.models.results import ItemError, ResultIn
-from tms.services import audit, events, retest
+from tms.services import audit, events, failures, flaky, retest
 from tms.services.errors import Conflict, InvalidInput, NotFound
 from tms.services.result_rows import (
     STATUS_INDEX,
@@ -120,6 +121,10 @@ async def ingest_into_run(
             # a case was deleted since the lookup: look again, under the write lock (rare)
             linked, unlinked, errors = _split(items, await resolve_cases(tx, tenant_id, items), item_errors)
         run_id = run["id"]
+        stamper = await failures.stamper_for(tx, tenant_id, run["project_id"])
+        # where each item of the body landed (result_ids of the answer), found by the item object
+        position = {id(item): index for index, item in enumerate(items) if item is not None}
+        result_ids: list[str | None] = [None] * len(items)
         ids = iter(new_ids(len(linked) + len(unlinked)))
         state = await result_store.current_for_cases(tx, run_id, list({case["id"] for _, case in linked}))
         deltas = [0, 0, 0, 0, 0, 0]
@@ -135,18 +140,24 @@ async def ingest_into_run(
                 deltas[STATUS_INDEX[previous_row[1]]] -= 1
             deltas[STATUS_INDEX[item.status]] += 1
             state[case["id"]] = (result_id, item.status)
+            result_ids[position[id(item)]] = result_id
             title = item.title or case["title"]
+            stamp = stamper.stamp(item.status, item.error_message, item.error_stack, item.bug_ticket_key,
+                                  item.bug_ticket_url)
             linked_rows.append(linked_row(result_id, tenant_id, run_id, case, title, item,
-                                          item.framework or body.framework, now))
+                                          item.framework or body.framework, now, stamp))
             # fired when a result becomes FAILED: created FAILED or changed to FAILED, not when it stays so
             if item.status == "FAILED" and (previous_row is None or previous_row[1] != "FAILED"):
                 failed.append(failed_event(run, result_id, case, title, item))
         for item in unlinked:
             result_id = next(ids)
+            result_ids[position[id(item)]] = result_id
             deltas[0] += 1
             deltas[STATUS_INDEX[item.status]] += 1
+            stamp = stamper.stamp(item.status, item.error_message, item.error_stack, item.bug_ticket_key,
+                                  item.bug_ticket_url)
             unlinked_rows.append(unlinked_row(result_id, tenant_id, run["project_id"], run_id, item,
-                                              item.framework or body.framework, now))
+                                              item.framework or body.framework, now, stamp))
             if item.status == "FAILED":
                 failed.append(failed_event(run, result_id, None, item.title, item))
         if linked_rows:
@@ -155,15 +166,20 @@ async def ingest_into_run(
             await retest.clear_after_results(tx, tenant_id, retest_pairs(linked_rows), now)
         if unlinked_rows:
             await result_store.insert_unlinked(tx, unlinked_rows)
+        await failures.record(tx, tenant_id, run["project_id"], run_id, now, stamper)
+        flaky.touch_after_commit(tx, db, tenant_id, run["project_id"])
         await run_store.add_results(tx, tenant_id, run_id, tuple(deltas), now)  # type: ignore[arg-type]
         await events.emit_many(tx, db, tenant_id, "test_run_result.failed", failed)
         # one entry for the whole shard, with counts: never one per result
         await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
             "shard": True, "linked": len(linked_rows), "unlinked": len(unlinked_rows), "rejected": len(errors),
             "failed": len(failed)})
+        stored = len(linked_rows) + len(unlinked_rows)
+        tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         answer = IngestAnswer(
             run_id=run_id, accepted=len(linked_rows) + len(unlinked_rows), rejected=len(errors),
             errors=[ItemError(index=index, error=errors[index]) for index in sorted(errors)],
+            result_ids=result_ids,
         )
         status_code, answer_body = (207 if errors else 201), _encoder.encode(answer)
         if key:

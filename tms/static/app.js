@@ -34,3 +34,7 @@ document.addEventListener("change", (event) => {
     box.checked = all.checked;
   });
 });
+// A select marked data-autosubmit submits its form when changed (inline handlers are barred by the CSP).
+document.addEventListener("change", (event) => {
+  if (event.target.matches("[data-autosubmit]") && event.target.form) event.target.form.submit();
+});

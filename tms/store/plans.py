@@ -62,11 +62,6 @@ async def resolve_refs(
     return found
 
 
-async def sections_available(db: Database | Transaction) -> bool:
-    """Sections (the library tree) come from their own migration; plans select by them once it exists."""
-    return bool(await db.fetch_value("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sections'"))
-
-
 async def known_sections(
     db: Database | Transaction, tenant_id: str, project_id: str, section_ids: list[str]
 ) -> set[str]:
@@ -88,13 +83,18 @@ async def select_cases(
     section_ids: list[str],
 ) -> list[str]:
     """Ids of the project's cases that are listed, carry any of the tags, or sit in one of the
-    sections or their subsections; in library (creation) order, each once. One walk over the
-    project's cases through its index, whatever the size of the lists."""
-    terms = ["c.id IN (SELECT value FROM json_each(:case_ids))"]
+    sections or their subsections; in library (creation) order, each once.
+
+    Each part is an index look-up that yields rowids (the listed ids by primary key, tags through
+    ``case_tags``, a section subtree through ``sections_parent`` then ``test_cases_section``); their
+    union is then read by rowid and kept to the project. No walk over the project's cases.
+    """
+    parts = ["SELECT rowid FROM test_cases WHERE id IN (SELECT value FROM json_each(:case_ids))"]
     params: dict[str, Any] = {"tenant_id": tenant_id, "project_id": project_id, "case_ids": json.dumps(case_ids)}
     prefix = ""
     if tags:
-        terms.append("EXISTS (SELECT 1 FROM json_each(c.tags) t WHERE t.value IN (SELECT value FROM json_each(:tags)))")
+        parts.append("SELECT case_rowid FROM case_tags WHERE tenant_id = :tenant_id "
+                     "AND tag IN (SELECT value FROM json_each(:tags))")
         params["tags"] = json.dumps(tags)
     if section_ids:
         prefix = (
@@ -102,11 +102,12 @@ async def select_cases(
             "UNION SELECT s.id FROM sections s JOIN tree ON s.parent_id = tree.id "
             "WHERE s.tenant_id = :tenant_id AND s.project_id = :project_id) "
         )
-        terms.append("c.section_id IN (SELECT id FROM tree)")
+        parts.append("SELECT rowid FROM test_cases WHERE section_id IN (SELECT id FROM tree)")
         params["section_ids"] = json.dumps(section_ids)
     packed = await db.fetch_value(
         f"{prefix}SELECT json_group_array(id) FROM (SELECT c.id FROM test_cases c "
-        f"WHERE c.tenant_id = :tenant_id AND c.project_id = :project_id AND ({' OR '.join(terms)}) ORDER BY c.rowid)",
+        f"WHERE c.rowid IN ({' UNION '.join(parts)}) AND c.tenant_id = :tenant_id AND c.project_id = :project_id "
+        "ORDER BY c.rowid)",
         params,
     )
     return _ids.decode(packed or "[]")

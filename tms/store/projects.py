@@ -96,11 +96,11 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
     """Deletes the project with everything it holds; returns what went (counts, and the storage
     names of attachment files, which the caller removes from disk once the transaction commits).
 
-    Runs, their results, unlinked results, milestones, plans (and sections) go by the foreign keys'
-    ON DELETE CASCADE. Attachments have no foreign key to the result tables, and a case's project
-    link is ON DELETE SET NULL (a case outlives a project deleted by other means), so those two are
-    deleted here explicitly. AI generations stay (their project link becomes NULL): they are the
-    month's quota reservations, and deleting them would hand the quota back.
+    Runs, their results, unlinked results, milestones, plans and sections go by the foreign keys'
+    ON DELETE CASCADE. Attachments have no foreign key to the result tables, a case's project link
+    is ON DELETE SET NULL (a case outlives a project deleted by other means), and a case's versions
+    outlive the case, so those are deleted here explicitly. AI generations stay (their project link
+    becomes NULL): they are the month's quota reservations, and deleting them would hand it back.
     """
     params = (tenant_id, project_id)
     runs = await tx.fetch_value("SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", params)
@@ -121,6 +121,12 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         "DELETE FROM unlinked_test_results WHERE run_id IN "
         "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
         params,
+    )
+    # a case's history outlives the case on its own (results point at its versions), not with its project
+    await tx.execute(
+        "DELETE FROM case_versions WHERE case_id IN (SELECT id FROM test_cases WHERE tenant_id = ? AND project_id = ?) "
+        "AND tenant_id = ?",
+        (*params, tenant_id),
     )
     cases = await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND project_id = ?", params)
     await tx.execute("DELETE FROM projects WHERE tenant_id = ? AND id = ?", params)

@@ -37,6 +37,8 @@ class LinkedRow(msgspec.Struct, gc=False):
     executed_at: str | None
     created_at: str
     updated_at: str
+    fingerprint: str | None  # FAILED/BROKEN only: tms.services.fingerprints
+    passed_on_retry: int     # 1: an earlier attempt failed, the last passed (flaky evidence)
 
 
 class UnlinkedRow(msgspec.Struct, gc=False):
@@ -61,6 +63,8 @@ class UnlinkedRow(msgspec.Struct, gc=False):
     executed_at: str | None
     created_at: str
     updated_at: str
+    fingerprint: str | None
+    passed_on_retry: int
 
 
 LINKED_COLUMNS: tuple[str, ...] = LinkedRow.__struct_fields__
@@ -90,7 +94,7 @@ _INSERT_UNLINKED = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint"
 )
 _UNLINKED_LIST_COLUMNS = (
     _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")

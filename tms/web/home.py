@@ -6,6 +6,7 @@ from litestar import Router, get
 from litestar.response import Template
 
 from tms.services import dashboard as dashboard_service
+from tms.services import failures as failure_service
 from tms.services import projects as project_service
 from tms.services.errors import NotFound
 from tms.web import charts
@@ -34,6 +35,8 @@ async def home(request: AnyRequest, project_id: str | None = None) -> Template:
         request, "dashboard/index.html", active_nav="dashboard", project=project, board=board,
         runs_chart=charts.stacked_runs(oldest_first), trend_chart=charts.pass_rate_trend(board.trend),
         bars={run.id: bar_segments(run.counts) for run in board.recent_runs},
+        failure_panel=await failure_service.panel(db, tenant, project.id,
+                                                  flaky_runs=request.app.state.config.get("flaky.runs")),
     )
 
 

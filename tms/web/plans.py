@@ -89,8 +89,7 @@ async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str,
                                                                 limit=500)
         context["milestones"] = milestones
         context["tags"] = await plan_store.project_tags(db, tenant, project.id)
-        if await plan_store.sections_available(db):
-            context["sections"] = _tree(await plan_store.project_sections(db, tenant, project.id))
+        context["sections"] = _tree(await plan_store.project_sections(db, tenant, project.id))
     return render(request, "plans/new.html", status_code=status_code, active_nav="plans", **context)
 
 
@@ -121,9 +120,10 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
-            return done(request, f"/plans/{plan.id}", f"Plan “{plan.name}” started: {len(plan.run_ids)} "
-                                                      f"{'run' if len(plan.run_ids) == 1 else 'runs'} of "
-                                                      f"{plan.case_count} cases.")
+            runs, cases = len(plan.run_ids), plan.case_count
+            return done(request, f"/plans/{plan.id}", f"Plan “{plan.name}” started: {runs} "
+                                                      f"{'run' if runs == 1 else 'runs'} of {cases} "
+                                                      f"{'case' if cases == 1 else 'cases'}.")
     if "case_ids" in errors:  # the API's message names its field; the form's field is the codes box
         message = errors.pop("case_ids").removeprefix("case_ids: ")
         errors["case_codes"] = message[:1].upper() + message[1:]

@@ -15,6 +15,7 @@ from tms.models.runs import RUN_STATUSES, RunCreate, RunUpdate
 from tms.services import attachments as attachment_service
 from tms.services import audit, executions, team
 from tms.services import cases as case_service
+from tms.services import failures as failure_service
 from tms.services import milestones as milestone_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
@@ -105,7 +106,8 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
         project = None
     history, _, _, _ = await audit.list_entries(db, tenant, entity_type="run", entity_id=run.id, limit=20)
     names = {m["id"]: m["name"] or m["email"] for m in members}
-    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project,
+    clusters = await failure_service.clusters(db, tenant, run.id)
+    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project, clusters=clusters,
                   linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
                   bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),

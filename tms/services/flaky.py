@@ -1,0 +1,202 @@
+"""Flaky tests: how often a test's outcome flips over the last N runs of its project, plus the reporter's
+evidence of passing only on a retry; and the automation status that follows from it.
+
+Over the runs a test appears in (oldest first, SKIPPED and UNKNOWN left out), a *flip* is a change
+between passing and failing (FAILED or BROKEN) from one run to the next, and a run where it passed only
+on a retry counts as a flip inside that run:
+
+    flip_rate = (flips + passes on retry) / (runs - 1 + passes on retry)
+
+A linked case with a verdict in at least 5 of the runs whose flip rate reaches ``[flaky] threshold``
+(over ``[flaky] runs`` runs) moves to
+automation status FLAKY; a FLAKY case whose flip rate falls below half the threshold moves back to
+AUTOMATED. Each move is audited (``case.flaky_detected`` / ``case.flaky_cleared``) and fires the
+outbox event ``test_case.flaky_changed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from tms.db import Database, Row, Transaction
+from tms.ids import now_iso
+from tms.models.cases import Pagination
+from tms.models.flaky import FlakyTest
+from tms.services import audit, events
+from tms.services.errors import InvalidInput
+from tms.services.paging import page_window
+from tms.services.quarantine import active as active_quarantine
+from tms.services.runs import require_project
+from tms.store import failures as failure_store
+from tms.store import flaky as store
+
+log = logging.getLogger(__name__)
+
+PASSING, FAILING = "PASSED", frozenset(("FAILED", "BROKEN"))
+MAX_RUNS = 200
+# a case is judged only once it has a verdict (passed, failed or broken) in this many runs of the window:
+# two runs, one red one green, say little
+MIN_VERDICTS = 5
+
+
+@dataclass(slots=True)
+class _History:
+    case_id: str | None
+    code: str | None
+    title: str | None
+    outcomes: list[tuple[int, str, int]] = field(default_factory=list)  # (run position, status, retried)
+
+
+def flaky_tests(run_ids: list[str], rows: list[tuple[str, str, str | None, str | None, str, int]]
+                ) -> list[tuple[FlakyTest, str | None]]:
+    """(FlakyTest without quarantine, case id) for every test that flipped, highest flip rate first."""
+    position = {run_id: i for i, run_id in enumerate(run_ids)}
+    histories: dict[str, _History] = {}
+    for run_id, key, code, title, status, retried in rows:
+        history = histories.get(key)
+        if history is None:
+            history = histories[key] = _History(key if code else None, code, title)
+        if code and title:
+            history.title = title
+        history.outcomes.append((position[run_id], status, retried))
+    found = []
+    for history in histories.values():
+        history.outcomes.sort()
+        decided = [(status, retried) for _, status, retried in history.outcomes if status == PASSING or
+                   status in FAILING]
+        if not decided:
+            continue
+        flips = sum(1 for (a, _), (b, _) in itertools.pairwise(decided) if (a == PASSING) != (b == PASSING))
+        retried = sum(1 for status, again in decided if status == PASSING and again)
+        if not flips and not retried:
+            continue
+        rate = (flips + retried) / max(1, len(decided) - 1 + retried)
+        passes = sum(1 for status, _ in decided if status == PASSING)
+        found.append((FlakyTest(
+            test_case_code=history.code, title=history.title, flip_rate=round(rate, 4), passes=passes,
+            failures=len(decided) - passes, runs=len(history.outcomes), last_status=history.outcomes[-1][1],
+            quarantined=False, passed_on_retry=retried,
+        ), history.case_id))
+    found.sort(key=lambda pair: (-pair[0].flip_rate, -pair[0].failures, pair[0].test_case_code or "",
+                                 pair[0].title or ""))
+    return found
+
+
+async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, linked_only: bool = False
+                  ) -> list[tuple[FlakyTest, str | None]]:
+    run_ids = await failure_store.last_runs(db, tenant_id, project_id, runs)
+    outcomes = await failure_store.flaky_outcomes(db, tenant_id, run_ids, linked_only=linked_only)
+    return flaky_tests(run_ids, outcomes)
+
+
+async def list_flaky(db: Database, tenant_id: str, project_id: str | None, runs: int | None, limit: int | None,
+                     offset: int | None, default_runs: int = 30) -> tuple[list[FlakyTest], Pagination]:
+    if not project_id:
+        raise InvalidInput("project_id is required", field="project_id")
+    runs = default_runs if runs is None else runs
+    if not 2 <= runs <= MAX_RUNS:
+        raise InvalidInput(f"runs must be between 2 and {MAX_RUNS}", field="runs")
+    limit, offset = page_window(limit, offset)
+    await require_project(db, tenant_id, project_id)
+    found = await compute(db, tenant_id, project_id, runs)
+    quarantined = await active_quarantine(db, tenant_id, project_id)
+    page = [test for test, _ in found[offset:offset + limit]]
+    for test in page:
+        test.quarantined = (test.test_case_code, test.title) in quarantined
+    return page, Pagination(total=len(found), limit=limit, offset=offset)
+
+
+async def evaluate(db: Database, tenant_id: str, project_id: str, threshold: float, runs: int) -> dict[str, int]:
+    """Moves the project's linked cases between AUTOMATED and FLAKY by their flip rate; one transaction,
+    each move audited and evented. Returns {"flaky": n, "stable": n}."""
+    found = await compute(db, tenant_id, project_id, runs, linked_only=True)
+    rates = {case_id: test.flip_rate for test, case_id in found if case_id}
+    to_flaky = [case_id for test, case_id in found
+                if case_id and test.flip_rate >= threshold and test.passes + test.failures >= MIN_VERDICTS]
+    async with db.transaction() as tx:
+        current = await store.flaky_cases(tx, tenant_id, project_id)
+        flaky_now = {row["id"] for row in current}
+        candidates = await store.cases_by_id(tx, tenant_id, [c for c in to_flaky if c not in flaky_now])
+        moving_in = [row for row in candidates if row["automation_status"] not in ("FLAKY", "ARCHIVED")]
+        moving_out = [row for row in current if rates.get(row["id"], 0.0) < threshold / 2]
+        if not moving_in and not moving_out:
+            return {"flaky": 0, "stable": 0}
+        at = now_iso()
+        await store.set_status(tx, tenant_id, [row["id"] for row in moving_in], "FLAKY", at)
+        await store.set_status(tx, tenant_id, [row["id"] for row in moving_out], "AUTOMATED", at)
+        entries, data = [], []
+        for rows, new_status, action in ((moving_in, "FLAKY", "case.flaky_detected"),
+                                         (moving_out, "AUTOMATED", "case.flaky_cleared")):
+            for row in rows:
+                rate = rates.get(row["id"], 0.0)
+                entries.append(audit.Entry(action, "case", row["id"], {
+                    "automation_status": [row["automation_status"], new_status], "flip_rate": rate}))
+                data.append(_event(row, project_id, row["automation_status"], new_status, rate, runs, at))
+        await audit.record_many(tx, tenant_id, entries)
+        await events.emit_many(tx, db, tenant_id, "test_case.flaky_changed", data)
+    return {"flaky": len(moving_in), "stable": len(moving_out)}
+
+
+def _event(row: Row, project_id: str, old: str, new: str, rate: float, runs: int, at: str) -> dict[str, Any]:
+    return {"test_case_id": row["id"], "test_case_code": row["code"], "project_id": project_id,
+            "automation_status": new, "previous_automation_status": old, "flip_rate": rate, "runs": runs,
+            "changed_at": at}
+
+
+class FlakyWatcher:
+    """Re-evaluates a project's flaky cases after its results change, off the request path: a write
+    asks for it (``touch``), one task per project runs it ``delay`` seconds later, and every ask made
+    until then (a burst of CI shards, a fleet of pipelines) folds into that one evaluation, so a
+    project is evaluated at most once per ``delay`` however fast results arrive."""
+
+    def __init__(self, db: Database, threshold: float, runs: int, delay: float = 2.0) -> None:
+        self.db, self.threshold, self.runs, self.delay = db, threshold, runs, delay
+        self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._again: set[tuple[str, str]] = set()
+
+    def touch(self, tenant_id: str, project_id: str) -> None:
+        key = (tenant_id, project_id)
+        if key in self._running:
+            self._again.add(key)
+            return
+        self._running[key] = asyncio.get_running_loop().create_task(self._run(key))
+
+    async def _run(self, key: tuple[str, str]) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.delay)
+                self._again.discard(key)
+                try:
+                    await evaluate(self.db, key[0], key[1], self.threshold, self.runs)
+                except Exception:
+                    log.exception("flaky evaluation of project %s failed", key[1])
+                if key not in self._again:
+                    break
+        finally:
+            self._running.pop(key, None)
+
+    async def idle(self) -> None:
+        """Waits for every evaluation under way (shutdown, tests)."""
+        while self._running:
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+
+# the watcher of each open Database (set by the app at start; the admin CLI has none)
+_WATCHERS: weakref.WeakKeyDictionary[Database, FlakyWatcher] = weakref.WeakKeyDictionary()
+
+
+def watch(db: Database, threshold: float, runs: int) -> FlakyWatcher:
+    watcher = _WATCHERS[db] = FlakyWatcher(db, threshold, runs)
+    return watcher
+
+
+def touch_after_commit(tx: Transaction, db: Database, tenant_id: str, project_id: str) -> None:
+    """Asks for a re-evaluation of the project's flaky cases once the write commits (never on rollback)."""
+    watcher = _WATCHERS.get(db)
+    if watcher is not None:
+        tx.after_commit(lambda: watcher.touch(tenant_id, project_id))

@@ -1,0 +1,173 @@
+"""Known issues: a bug that explains failures, matched by fingerprint or by an RE2 pattern.
+
+At write time (tms.services.failures.stamp) a failure that matches an open known issue gets the bug's
+key and URL when it names none, and its cluster is not "new". The tracker loop closes a known issue
+when its bug is resolved (close_for_bug), and its tests join the retest queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from tms.db import Database, Row, Transaction
+from tms.ids import new_id, now_iso
+from tms.models.cases import Pagination
+from tms.models.known_issues import KnownIssue, KnownIssueCreate, KnownIssueUpdate
+from tms.services import audit, retest
+from tms.services.errors import InvalidInput, NotFound
+from tms.services.paging import check_choice, page_window
+from tms.services.patterns import compile_pattern, subject
+from tms.services.runs import require_project
+from tms.store import failures as failure_store
+from tms.store import known_issues as store
+
+FIELDS = ("fingerprint", "pattern", "bug_ticket_key", "bug_ticket_url", "note", "status")
+
+
+def to_model(row: Row) -> KnownIssue:
+    return KnownIssue(**{field: row[field] for field in KnownIssue.__struct_fields__})
+
+
+class Matcher:
+    """The open known issues of one project, ready to match failures: a dict for fingerprints, the
+    compiled patterns in creation order. Built once per write, used for every failed row of it."""
+
+    def __init__(self, issues: list[Row]) -> None:
+        self.by_fingerprint: dict[str, Row] = {}
+        self.patterns: list[tuple[Any, Row]] = []
+        for issue in issues:
+            if issue["fingerprint"] and issue["fingerprint"] not in self.by_fingerprint:
+                self.by_fingerprint[issue["fingerprint"]] = issue
+            if issue["pattern"]:
+                try:
+                    self.patterns.append((compile_pattern(issue["pattern"]), issue))
+                except InvalidInput:
+                    continue
+
+    def __bool__(self) -> bool:
+        return bool(self.by_fingerprint or self.patterns)
+
+    def match(self, fingerprint: str | None, message: str | None, stack: str | None) -> Row | None:
+        if fingerprint is not None:
+            issue = self.by_fingerprint.get(fingerprint)
+            if issue is not None:
+                return issue
+        if self.patterns:
+            text = subject(message, stack)
+            for compiled, issue in self.patterns:
+                if compiled.search(text) is not None:
+                    return issue
+        return None
+
+
+async def matcher_for(db: Database | Transaction, tenant_id: str, project_id: str) -> Matcher:
+    return Matcher(await store.open_for_project(db, tenant_id, project_id))
+
+
+def _check(fingerprint: str | None, pattern: str | None) -> None:
+    if fingerprint is None and pattern is None:
+        raise InvalidInput("give a fingerprint or a pattern (or both)", field="fingerprint")
+    if pattern is not None:
+        compile_pattern(pattern)
+
+
+async def create(db: Database, tenant_id: str, body: KnownIssueCreate, *, run_id: str | None = None) -> KnownIssue:
+    """Creates an open known issue. With a fingerprint, the failures of that fingerprint in ``run_id``
+    (default: the last run of the project that had it) that name no bug get this one."""
+    _check(body.fingerprint, body.pattern)
+    await require_project(db, tenant_id, body.project_id)
+    issue_id, now = new_id(), now_iso()
+    row = {"id": issue_id, "tenant_id": tenant_id, "project_id": body.project_id, "fingerprint": body.fingerprint,
+           "pattern": body.pattern, "bug_ticket_key": body.bug_ticket_key.strip(),
+           "bug_ticket_url": body.bug_ticket_url, "note": body.note, "created_at": now}
+    if not row["bug_ticket_key"]:
+        raise InvalidInput("bug_ticket_key must not be blank", field="bug_ticket_key")
+    async with db.transaction() as tx:
+        await require_project(tx, tenant_id, body.project_id)
+        await store.insert(tx, row)
+        linked = 0
+        if body.fingerprint:
+            target = run_id or await failure_store.last_run_of(tx, tenant_id, body.project_id, body.fingerprint)
+            if target:
+                linked = await failure_store.link_bug(tx, tenant_id, target, body.fingerprint,
+                                                      row["bug_ticket_key"], body.bug_ticket_url)
+        await audit.record(tx, tenant_id, "known_issue.created", "known_issue", issue_id,
+                           {"bug_ticket_key": row["bug_ticket_key"], "fingerprint": body.fingerprint,
+                            "pattern": body.pattern, "results_linked": linked})
+        stored = await store.get(tx, tenant_id, issue_id)
+    assert stored is not None
+    return to_model(stored)
+
+
+async def get(db: Database, tenant_id: str, issue_id: str) -> KnownIssue:
+    row = await store.get(db, tenant_id, issue_id)
+    if row is None:
+        raise NotFound(f"known issue {issue_id} not found")
+    return to_model(row)
+
+
+async def list_issues(db: Database, tenant_id: str, *, project_id: str | None = None, status: str | None = None,
+                      limit: int | None = None, offset: int | None = None) -> tuple[list[KnownIssue], Pagination]:
+    limit, offset = page_window(limit, offset)
+    check_choice(status, ("OPEN", "CLOSED"), "status")
+    rows, total = await store.page(db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset)
+    return [to_model(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def update(db: Database, tenant_id: str, issue_id: str, body: KnownIssueUpdate) -> KnownIssue:
+    changes: dict[str, Any] = {f: getattr(body, f) for f in FIELDS if getattr(body, f) is not msgspec.UNSET}
+    if "bug_ticket_key" in changes:
+        changes["bug_ticket_key"] = changes["bug_ticket_key"].strip()
+        if not changes["bug_ticket_key"]:
+            raise InvalidInput("bug_ticket_key must not be blank", field="bug_ticket_key")
+    async with db.transaction() as tx:
+        old = await store.get(tx, tenant_id, issue_id)
+        if old is None:
+            raise NotFound(f"known issue {issue_id} not found")
+        merged = {**old, **changes}
+        _check(merged["fingerprint"], merged["pattern"])
+        diff = audit.changes_between(old, merged, FIELDS)
+        if diff:
+            now = now_iso()
+            if "status" in diff:
+                changes["closed_at"] = now if merged["status"] == "CLOSED" else None
+            await store.update(tx, tenant_id, issue_id, {**changes, "updated_at": now})
+            await audit.record(tx, tenant_id, "known_issue.updated", "known_issue", issue_id, diff)
+        row = await store.get(tx, tenant_id, issue_id)
+    assert row is not None
+    return to_model(row)
+
+
+async def delete(db: Database, tenant_id: str, issue_id: str) -> None:
+    async with db.transaction() as tx:
+        old = await store.get(tx, tenant_id, issue_id)
+        if old is None or not await store.delete(tx, tenant_id, issue_id):
+            raise NotFound(f"known issue {issue_id} not found")
+        await audit.record(tx, tenant_id, "known_issue.deleted", "known_issue", issue_id,
+                           {"bug_ticket_key": old["bug_ticket_key"]})
+
+
+async def close_for_bug(tx: Transaction, db: Database, tenant_id: str, keys: list[str], bug_key: str | None) -> int:
+    """The tracker loop resolved a bug: close its open known issues, and flag for retest the cases that
+    failed with their fingerprints in the last run that had each. Returns how many were closed."""
+    issues = await store.open_with_bug_keys(tx, tenant_id, keys)
+    if not issues:
+        return 0
+    at = now_iso()
+    await store.close(tx, tenant_id, [issue["id"] for issue in issues], at)
+    case_ids: list[str] = []
+    for issue in issues:
+        if issue["fingerprint"]:
+            run_id = await failure_store.last_run_of(tx, tenant_id, issue["project_id"], issue["fingerprint"])
+            if run_id:
+                case_ids += await failure_store.cases_failing_with(tx, tenant_id, run_id, issue["fingerprint"])
+    if case_ids:
+        await retest.flag_for_retest(tx, db, tenant_id, case_ids, f"bug {bug_key} resolved", bug_key, at)
+    await audit.record_many(tx, tenant_id, [
+        audit.Entry("known_issue.closed", "known_issue", issue["id"], {"status": ["OPEN", "CLOSED"],
+                                                                        "bug_ticket_key": bug_key})
+        for issue in issues
+    ])
+    return len(issues)
