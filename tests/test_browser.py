@@ -162,11 +162,11 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
         page.get_by_role("link", name="Nightly #1").click()
         assert page.get_by_text("AssertionError: expected 200, got 500").first.is_visible()
         # multi-line texts keep their lines (innerText follows the CSS: collapsed text has no \n)
-        assert page.locator(".errmsg").inner_text() == "AssertionError: expected 200, got 500\nassert 500 == 200"
+        assert page.locator(".errmsg").first.inner_text() == "AssertionError: expected 200, got 500\nassert 500 == 200"
         assert page.locator(".multiline").inner_text().splitlines() == [
             "2 tests link to TC-1; the worst status counts:", "- FAILED pay", "- PASSED pay again"]
-        page.get_by_text("Stack trace").click()
-        assert page.locator("details.stack pre").is_visible()
+        page.get_by_text("Stack trace").first.click()
+        assert page.locator("details.stack pre").first.is_visible()
         image = page.get_by_alt_text("Attachment screenshot.png")
         assert image.is_visible()
         assert page.evaluate("(img) => img.naturalWidth", image.element_handle()) == 160
@@ -203,7 +203,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     # the case page shows the history; 375 px wide, nothing overflows sideways
     page.goto(f"{base}/cases/TC-1")
     assert page.get_by_role("link", name="Nightly #1").is_visible()
-    assert page.locator(".errmsg").inner_text().splitlines()[1] == "assert 500 == 200"
+    assert page.locator(".errmsg").first.inner_text().splitlines()[1] == "assert 500 == 200"
     shot(page, "case")
     page.set_viewport_size({"width": 375, "height": 800})
     for name, path in (("dashboard", "/"), ("projects", "/projects"), ("cases", "/cases"),

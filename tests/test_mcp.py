@@ -144,7 +144,7 @@ def test_runs_failures_comparison_and_quarantine_over_the_api(tenant: Tenant) ->
     else:
         assert compare["data"]["new_failures"][0]["title"] == "checkout"
     error, quarantine = out["quarantine"]
-    assert (error and "does not provide a quarantine list" in quarantine) or quarantine == {"data": []}
+    assert (error and "does not provide a quarantine list" in quarantine) or quarantine.get("data") == []
     # a read-only session has no write tool to call
     assert out["write"][0] is True and "create_case" in out["write"][1]
 

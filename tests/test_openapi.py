@@ -29,8 +29,16 @@ load_all_checks()
 
 
 # Refusals of schema-valid bodies that JSON Schema cannot state, each a 400 naming its field:
-# Gherkin the official parser refuses (a grammar), and case references that exist nowhere.
-SEMANTIC_REFUSALS = {"bdd_content": "not valid Gherkin", "test_case_ids": "no such test case"}
+# Gherkin the official parser refuses (a grammar), references that exist nowhere, and the two
+# "one of these fields" rules of known issues and quarantine entries.
+SEMANTIC_REFUSALS = {
+    "bdd_content": "not valid Gherkin",
+    "test_case_ids": "no such test case",
+    "assignee_id": "is not a user of this team",
+    "fingerprint": "give a fingerprint or a pattern",
+    "test_case_code": "name the test by exactly one of test_case_code or title",
+    "expires_at": "must be in the future",  # relative to the moment of the request
+}
 
 
 # JSON Schema counts 498.0 as an integer; the server reads integers strictly and refuses a number

@@ -11,7 +11,7 @@ from tms.services.tokens import ApiPrincipal
 
 
 @get("/flaky", **requires("read"), summary="Flaky tests of a project over its last `runs` runs (default 30)")
-async def list_flaky(request: Request[ApiPrincipal, str, object], project_id: str | None = None,
+async def list_flaky(request: Request[ApiPrincipal, str, object], project_id: str,
                      runs: int | None = None, limit: int | None = None, offset: int | None = None) -> FlakyList:
     config = request.app.state.config
     tests, pagination = await service.list_flaky(request.app.state.db, request.user.tenant_id, project_id, runs,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from litestar import Request, delete, get, patch, post
 from litestar.params import JSONBody
 
@@ -13,7 +15,7 @@ from tms.services.tokens import ApiPrincipal
 
 @get("/known-issues", **requires("read"), summary="List known issues (filters project_id, status; limit/offset)")
 async def list_known_issues(request: Request[ApiPrincipal, str, object], project_id: str | None = None,
-                            status: str | None = None, limit: int | None = None,
+                            status: Literal["OPEN", "CLOSED"] | None = None, limit: int | None = None,
                             offset: int | None = None) -> KnownIssueList:
     issues, pagination = await service.list_issues(request.app.state.db, request.user.tenant_id,
                                                    project_id=project_id, status=status, limit=limit, offset=offset)

@@ -67,6 +67,7 @@ INT64_MAX = 2**63 - 1
 PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
     "limit": {"minimum": 1, "maximum": INT64_MAX},
     "offset": {"minimum": 0, "maximum": INT64_MAX},
+    "runs": {"minimum": 2, "maximum": 200},  # /flaky: the window of runs (tms.services.flaky)
 }
 PARAMETER_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/api/v1/cases", "status"): CASE_STATUSES,
@@ -117,6 +118,7 @@ FIELD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("IngestBody", "results"): AT_LEAST_ONE,
     ("Filters", "environments"): {"items": NOT_BLANK},
     ("ResultsBody", "results"): AT_LEAST_ONE,
+    ("QuarantineCreate", "expires_at"): {"format": "date-time"},
 }
 
 ERROR_TEXT = {
