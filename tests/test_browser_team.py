@@ -157,10 +157,12 @@ def test_a_manual_regression_pass(server: ServerProcess, browser: Any) -> None: 
         shot(tester, "execute")
         tester.keyboard.press("Control+Enter")
         tester.wait_for_url(lambda url: "/execute" in url and url != first_url)
+        second_url = tester.url
         for _ in range(5):
             tester.keyboard.press("p")
         tester.keyboard.press("Control+Enter")
-        tester.wait_for_url(lambda url: "/execute" in url)
+        # the save is done when the browser has left this result's page (for the next untested one)
+        tester.wait_for_url(lambda url: url != second_url)
 
         results = tenant.api.get(f"/api/v1/runs/{run_url.rsplit('/', 1)[1]}/results").json()["data"]
         by_status = sorted(r["status"] for r in results)
