@@ -382,7 +382,7 @@ def test_the_ingest_gate_fails_only_on_new_failures_of_tests_not_quarantined(ten
 
     first = run_cli(tenant, "ingest", report, "--project", project, "--gate", "new-failures")
     assert first.returncode == 5, first.stdout + first.stderr
-    assert "gate new-failures: FAILED" in first.stdout and "3 new" in first.stdout
+    assert "gate new-failures: FAILED — 3 failure(s): 3 new" in first.stdout
 
     # the same failures again: not new any more, but still failures
     again = run_cli(tenant, "ingest", report, "--project", project, "--gate", "new-failures")

@@ -24,9 +24,12 @@ class GateError(Exception):
     """The gate could not be decided: the service did not answer the failures request."""
 
 
+BUCKETS = ("quarantined", "known", "new", "recurring")
+
+
 def classify_failures(clusters: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Each failure of the run in exactly one bucket: quarantined, known, new or recurring."""
-    buckets: dict[str, list[dict[str, Any]]] = {"quarantined": [], "known": [], "new": [], "recurring": []}
+    buckets: dict[str, list[dict[str, Any]]] = {name: [] for name in BUCKETS}
     for cluster in clusters:
         for result in cluster.get("results") or []:
             item = {"test_case_code": result.get("test_case_code"), "title": result.get("title"),
@@ -63,7 +66,8 @@ def fetch_clusters(url: str, token: str, run_id: str, timeout: float) -> list[di
 
 def describe(gate: str, buckets: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The summary lines: counts per bucket, then the failures that decide the gate."""
-    total = sum(len(items) for items in buckets.values())
+    # only the buckets: the summary that carries them also names the gate
+    total = sum(len(buckets[name]) for name in BUCKETS)
     verdict = "FAILED" if failed(gate, buckets) else "passed"
     lines = [f"gate {gate}: {verdict} — {total} failure(s): {len(buckets['new'])} new, "
              f"{len(buckets['recurring'])} recurring, {len(buckets['known'])} known issue, "
