@@ -36,7 +36,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.conftest import ServerProcess, Tenant, make_tenant_on, run_admin
-from tms.db import _split_sql, migration_files
+from tms.db.migrations import migration_files, split_sql
 from tms.ids import new_id, new_ids, now_iso
 
 FEATURE = "Feature: Bench\n  Scenario: one\n    Given a step\n"
@@ -107,8 +107,8 @@ class RawSqlite:
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON", "cache_size = -32000",
                        "temp_store = MEMORY"):
             self.conn.execute(f"PRAGMA {pragma}")
-        for _, _, sql in migration_files():
-            for statement in _split_sql(sql):
+        for _, _, sql in migration_files("sqlite"):
+            for statement in split_sql(sql):
                 self.conn.execute(statement)
         now = now_iso()
         self.tenant_id, self.project_id = new_id(), new_id()

@@ -1,5 +1,9 @@
 """Test harness: every test talks HTTP to a real `tms serve` process on a temporary data dir.
 
+With ``TMS_TEST_DATABASE=postgres`` every server uses a PostgreSQL database of its own instead of
+the SQLite file (``tests/postgres_cluster.py`` starts the cluster); tests that reach the database
+directly use ``connect_db`` and ``run_admin``, which follow the same choice.
+
 A session-wide server is shared; each test gets its own tenant (tenancy is the isolation), so
 tests stay independent without paying a server start each. Tests that need special settings
 start their own server with ``start_server(env=...)``.
@@ -12,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +27,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests import postgres_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +58,11 @@ class ServerProcess:
     def db_path(self) -> Path:
         return self.data_dir / "tms.db"
 
+    @property
+    def database_url(self) -> str:
+        """The PostgreSQL database of this server ("" on SQLite)."""
+        return postgres_cluster.database_url_for(self.data_dir) if postgres_cluster.selected() else ""
+
     def start(self, timeout: float = 20) -> ServerProcess:
         if not self.port:
             self.port = free_port()
@@ -60,6 +72,7 @@ class ServerProcess:
             "TMS_SERVER_HOST": "127.0.0.1",
             "TMS_SERVER_PORT": str(self.port),
             "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
+            "TMS_STORAGE_DATABASE_URL": self.database_url,
             **self.env,
         }
         env.pop("TMS_CONFIG", None)
@@ -128,12 +141,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv.stop()
 
 
+def open_database(db_path: Path) -> Any:
+    """The database of the server whose SQLite file would be ``db_path`` (not opened yet)."""
+    if postgres_cluster.selected():
+        from tms.db.postgres import PostgresDatabase
+
+        return PostgresDatabase(postgres_cluster.database_url_for(db_path.parent), db_path.parent, pool_size=1)
+    from tms.db.sqlite import SqliteDatabase
+
+    return SqliteDatabase(db_path, readers=1)
+
+
+def connect_db(db_path: Path, timeout: float = 10) -> Any:
+    """A plain connection to a server's database, for tests that read or poke rows directly:
+    ``sqlite3.connect`` on SQLite, a look-alike on PostgreSQL (statements in SQLite spelling)."""
+    if postgres_cluster.selected():
+        return postgres_cluster.Connection(postgres_cluster.database_url_for(db_path.parent))
+    return sqlite3.connect(db_path, timeout=timeout)
+
+
 def run_admin(db_path: Path, action: Callable[[Any], Any]) -> Any:
     """Runs an admin service call on the database, as `tms admin` does (safe while serve runs)."""
-    from tms.db import Database
 
     async def run() -> Any:
-        db = Database(db_path, readers=1)
+        db = open_database(db_path)
         await db.open()
         try:
             return await action(db)
@@ -227,3 +258,20 @@ def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
     assert body["status"] == status
     assert body["title"] and "detail" in body and "type" in body
     return body  # type: ignore[no-any-return]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): behaviour of the SQLite backend alone (file lock, online backup, "
+        "PRAGMA limits); skipped when the suite runs on PostgreSQL",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not postgres_cluster.selected():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "SQLite only")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite backend only: {reason}"))

@@ -47,13 +47,14 @@ from tms.api.openapi import JsonDocument
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
-from tms.db import Database
+from tms.db import database_for
 from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
 from tms.services import retention
 from tms.services.tokens import LastUsedTracker
+from tms.store import users as user_store
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
@@ -186,8 +187,19 @@ def _web_routers() -> list[Any]:
     ]
 
 
+async def _offer_setup(app: Litestar) -> None:
+    """On a database without users, prints the one-time link to the setup page (each replica its own)."""
+    state = app.state
+    if state.setup_token is None or await user_store.any_user_exists(state.db):
+        state.setup_token = None
+        return
+    config = state.config
+    print(f"tms: first run: no user yet. Open {config.base_url}/setup?token={state.setup_token} "
+          "to create your team and admin account (link valid until a user exists).", flush=True)
+
+
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
-    db = Database(config.db_path)
+    db = database_for(config)
     token_usage = LastUsedTracker()
     request_gauge = RequestGauge()  # webhook delivery yields to requests in progress
 
@@ -195,6 +207,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.open()
         config.attachments_dir.mkdir(parents=True, exist_ok=True)
+        await _offer_setup(app)
         # the CSRF middleware reads its secret from this config object on each request
         csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
         # the outbox drain: resumes pending deliveries from the database, then follows new events

@@ -146,17 +146,16 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
     sys.setswitchinterval(0.0005)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    instance_lock = _lock_data_dir(config)
+    # replicas on PostgreSQL share the data dir (attachments) on purpose; on SQLite one process owns it
+    instance_lock = True if config.database_url else _lock_data_dir(config)
     if instance_lock is None:
         return 1
-    setup_token = _first_run_token(config)
-    app = create_app(config, setup_token=setup_token)
+    # offered only if the database turns out to have no user yet (the app checks once it is open)
+    app = create_app(config, setup_token=secrets.token_urlsafe(24))
     host, port = config.get("server.host"), config.get("server.port")
-    print(f"tms: data in {config.data_dir.resolve()}, listening on http://{host}:{port} "
+    where = "PostgreSQL" if config.database_url else "SQLite"
+    print(f"tms: data in {config.data_dir.resolve()} ({where}), listening on http://{host}:{port} "
           f"(config: {config.source})", flush=True)
-    if setup_token:
-        print(f"tms: first run: no user yet. Open {config.base_url}/setup?token={setup_token} "
-              "to create your team and admin account (link valid until a user exists).", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=10)
     return 0
@@ -207,24 +206,6 @@ def _lock_data_dir(config: Config) -> Any:
     return handle
 
 
-def _first_run_token(config: Config) -> str | None:
-    """A one-time setup token when the database has no user yet (checked before the app starts)."""
-    import sqlite3
-
-    from tms.store import users as user_store
-
-    if not config.db_path.exists():
-        return secrets.token_urlsafe(24)
-    conn = sqlite3.connect(config.db_path)
-    try:
-        has_user = user_store.any_user_in_file(conn)
-    except sqlite3.OperationalError:  # tables not created yet
-        has_user = False
-    finally:
-        conn.close()
-    return None if has_user else secrets.token_urlsafe(24)
-
-
 def _admin(config: Config, args: argparse.Namespace) -> int:
     from tms.services.errors import DomainError
 
@@ -259,7 +240,7 @@ async def _unlock_user(db: Any, email: str) -> str:
 def _backup(config: Config, file: str) -> int:
     from pathlib import Path
 
-    from tms.db import backup_database
+    from tms.db.sqlite import backup_database
 
     try:
         size = backup_database(config.db_path, Path(file))
@@ -271,15 +252,11 @@ def _backup(config: Config, file: str) -> int:
 
 
 def _run_with_db(config: Config, action: Callable[[Any], Awaitable[str]]) -> str:
-    from tms.db import Database
+    from tms.db import opened
 
     async def run() -> str:
-        db = Database(config.db_path, readers=1)
-        await db.open()
-        try:
+        async with opened(config) as db:
             return await action(db)
-        finally:
-            await db.close()
 
     return asyncio.run(run())
 

@@ -58,6 +58,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("storage", "data_dir", "data", "Directory holding tms.db (SQLite, WAL) and attachments/."),
     Setting(
+        "storage",
+        "database_url",
+        "",
+        "Empty: SQLite in data_dir. postgresql://user:pass@host:port/db: PostgreSQL 15+, which several "
+        "tms serve replicas may share (with one shared data_dir for attachments).",
+    ),
+    Setting(
         "attachments",
         "max_bytes",
         10_485_760,
@@ -151,6 +158,10 @@ class Config:
         return self.data_dir / "tms.db"
 
     @property
+    def database_url(self) -> str:
+        return str(self.values["storage.database_url"])
+
+    @property
     def attachments_dir(self) -> Path:
         return self.data_dir / "attachments"
 
@@ -198,6 +209,9 @@ def _coerce(setting: Setting, raw: Any, origin: str, *, from_text: bool = True) 
         raise ConfigError(f"{origin}: must be one of {', '.join(setting.choices)}, got {raw!r}")
     if setting.name == "server.base_url" and not str(value).startswith(("http://", "https://")):
         raise ConfigError(f"{origin}: must start with http:// or https://, got {raw!r}")
+    if setting.name == "storage.database_url" and value and not str(value).startswith(("postgresql://", "postgres://")):
+        # the password may be in the URL: name the key and the expected shape, never echo the value
+        raise ConfigError(f"{origin}: must be empty (SQLite) or a postgresql://user:pass@host:port/db URL")
     return value
 
 

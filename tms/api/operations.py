@@ -20,7 +20,6 @@ from litestar.plugins.prometheus import PrometheusConfig
 from litestar.response import Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from tms.db import migration_files
 from tms.metrics import OUTBOX_BACKLOG
 from tms.store import operations as operations_store
 
@@ -37,11 +36,12 @@ def healthz() -> dict[str, str]:
 @get("/readyz", include_in_schema=False)
 async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
     try:
-        applied = await operations_store.applied_migration_versions(request.app.state.db)
+        db = request.app.state.db
+        applied = await operations_store.applied_migration_versions(db)
     except Exception as exc:  # any database failure means: not ready
         log.warning("readiness check failed: %s", exc)
         return Response({"status": "unavailable", "detail": "database unreachable"}, status_code=503)
-    missing = [name for version, name, _ in migration_files() if version not in applied]
+    missing = [name for version, name, _ in db.migrations() if version not in applied]
     if missing:
         return Response({"status": "unavailable", "detail": f"migrations not applied: {', '.join(missing)}"},
                         status_code=503)

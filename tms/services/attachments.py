@@ -340,7 +340,7 @@ def remove_files(directory: Path, storage_names: list[str]) -> None:
 
 def default_directory(db: Database) -> Path:
     """data_dir/attachments: tms.db and attachments/ live side by side in data_dir (config.py)."""
-    return db.path.parent / "attachments"
+    return db.data_dir / "attachments"
 
 
 async def delete_attachment_files_for(

@@ -124,7 +124,7 @@ Epoch = tuple[int, int]
 
 def _auth_epoch(db: Database) -> Epoch:
     try:
-        stat = os.stat(db.path.parent / AUTH_EPOCH_FILE)
+        stat = os.stat(db.data_dir / AUTH_EPOCH_FILE)
     except FileNotFoundError:
         return (0, 0)
     return (stat.st_ino, stat.st_mtime_ns)
@@ -132,7 +132,7 @@ def _auth_epoch(db: Database) -> Epoch:
 
 def bump_auth_epoch(db: Database) -> None:
     """Tells every process serving this data dir that some token or tenant lost its access."""
-    target = db.path.parent / AUTH_EPOCH_FILE
+    target = db.data_dir / AUTH_EPOCH_FILE
     scratch = target.with_suffix(f".{os.getpid()}.tmp")
     scratch.write_text(str(time.time_ns()))
     os.replace(scratch, target)  # a new inode and mtime: cheap for readers to notice with one stat()

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import sqlite3
-
 from tms.db import Database, Row, Transaction
 
 _ANY_USER = "SELECT EXISTS (SELECT 1 FROM users)"
@@ -37,11 +35,6 @@ async def get_user(db: Database, user_id: str) -> Row | None:
 
 async def any_user_exists(db: Database | Transaction) -> bool:
     return bool(await db.fetch_value(_ANY_USER))
-
-
-def any_user_in_file(conn: sqlite3.Connection) -> bool:
-    """The same question on a plain sqlite3 connection (the CLI asks before the app starts)."""
-    return bool(conn.execute(_ANY_USER).fetchone()[0])
 
 
 async def email_taken(db: Database | Transaction, email: str) -> bool:

@@ -1,4 +1,4 @@
-"""SQLite access: one writer connection, a small pool of readers, numbered migrations.
+"""SQLite backend: one writer connection, a small pool of readers, numbered migrations.
 
 Every write goes through ``Database.transaction()``: it takes the in-process write lock and then
 ``BEGIN IMMEDIATE`` on the single write connection, so writers queue in Python instead of racing for
@@ -12,19 +12,17 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from importlib import resources
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from tms.db import OUTBOX_SIGNAL, Dialect, Params, Row
+from tms.db.migrations import migration_files, split_sql
 from tms.ids import now_iso
 
 log = logging.getLogger(__name__)
-
-Row = dict[str, Any]
-Params = Sequence[Any] | dict[str, Any]
 
 READER_COUNT = 4
 BUSY_TIMEOUT_MS = 10_000
@@ -47,11 +45,14 @@ async def _connect(path: Path) -> aiosqlite.Connection:
     return conn
 
 
-class Transaction:
+class SqliteTransaction:
     """The write connection inside ``BEGIN IMMEDIATE``; what a store function writes with."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: aiosqlite.Connection, db: SqliteDatabase) -> None:
         self._conn = conn
+        self._db = db
         self._after_commit: list[Callable[[], None]] = []
 
     async def execute(self, sql: str, params: Params = ()) -> int:
@@ -83,11 +84,20 @@ class Transaction:
         if callback not in self._after_commit:
             self._after_commit.append(callback)
 
+    async def signal(self, name: str) -> None:
+        # one process serves a SQLite file (the data dir's lock), so this process is everyone
+        self.after_commit(self._db.signalled(name))
 
-class Database:
-    def __init__(self, path: Path, readers: int = READER_COUNT) -> None:
+
+class SqliteDatabase:
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, path: Path, readers: int | None = None) -> None:
         self.path = path
-        self._reader_count = readers
+        self.data_dir = path.parent
+        self._reader_count = READER_COUNT if readers is None else readers
+        self._epochs: dict[str, int] = {}
+        self._signal_callbacks: dict[str, Callable[[], None]] = {}
         self._writer: aiosqlite.Connection | None = None
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
@@ -123,11 +133,11 @@ class Database:
             self._writer = None
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
+    async def transaction(self) -> AsyncIterator[SqliteTransaction]:
         assert self._writer is not None, "database is not open"
         async with self._write_lock:
             await self._writer.execute("BEGIN IMMEDIATE")
-            tx = Transaction(self._writer)
+            tx = SqliteTransaction(self._writer, self)
             try:
                 yield tx
             except BaseException:
@@ -156,6 +166,30 @@ class Database:
     async def fetch_value(self, sql: str, params: Params = ()) -> Any:
         row = await self.fetch_one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+    def epoch(self, name: str) -> int:
+        return self._epochs.get(name, 0)
+
+    def signalled(self, name: str) -> Callable[[], None]:
+        """The after-commit callback of ``signal(name)`` (one object per name, so it runs once per commit)."""
+        callback = self._signal_callbacks.get(name)
+        if callback is None:
+
+            def callback() -> None:
+                self._epochs[name] = self._epochs.get(name, 0) + 1
+                if name == OUTBOX_SIGNAL:
+                    self.outbox_wakeup.set()
+
+            self._signal_callbacks[name] = callback
+        return callback
+
+    @contextlib.asynccontextmanager
+    async def job_lock(self, name: str) -> AsyncIterator[bool]:
+        # the data dir's lock file already keeps a second `tms serve` away from this database
+        yield True
+
+    def migrations(self) -> list[tuple[int, str, str]]:
+        return migration_files("sqlite")
 
     async def housekeeping(self) -> None:
         """Daily: fold the WAL back into the main file and refresh the planner's statistics."""
@@ -191,20 +225,6 @@ def backup_database(source: Path, target: Path) -> int:
     return target.stat().st_size
 
 
-def migration_files() -> list[tuple[int, str, str]]:
-    """(version, name, sql) of every ``tms/migrations/NNNN_name.sql``, in order."""
-    found = []
-    for entry in resources.files("tms.migrations").iterdir():
-        if entry.name.endswith(".sql"):
-            version = int(entry.name.split("_", 1)[0])
-            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
-    found.sort()
-    versions = [v for v, _, _ in found]
-    if len(set(versions)) != len(versions):
-        raise RuntimeError(f"duplicate migration numbers: {versions}")
-    return found
-
-
 async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
     """Applies each pending migration in its own transaction and records it; returns their names."""
     await conn.execute(
@@ -214,13 +234,13 @@ async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
     applied_rows = await conn.execute_fetchall("SELECT version FROM schema_migrations")
     applied = {row["version"] for row in applied_rows}  # type: ignore[call-overload]
     done = []
-    for version, name, sql in migration_files():
+    for version, name, sql in migration_files("sqlite"):
         if version in applied:
             continue
         await conn.execute("BEGIN IMMEDIATE")
         try:
             # executescript would COMMIT on its own; run statement by statement inside our transaction.
-            for statement in _split_sql(sql):
+            for statement in split_sql(sql):
                 await conn.execute(statement)
             await conn.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
@@ -233,18 +253,3 @@ async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
         log.info("applied migration %s", name)
         done.append(name)
     return done
-
-
-def _split_sql(script: str) -> list[str]:
-    statements, buffer = [], ""
-    for line in script.splitlines(keepends=True):
-        if line.lstrip().startswith("--"):
-            continue
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements

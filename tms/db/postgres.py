@@ -1,0 +1,280 @@
+"""PostgreSQL backend: a connection pool shared by any number of ``tms serve`` replicas.
+
+Why these choices:
+
+* asyncpg: the fastest PostgreSQL driver for asyncio, with prepared-statement caching and a binary
+  COPY path; statements come from the store modules in SQLite spelling and are rewritten once per
+  text by ``tms.db.translate``.
+* One write transaction at a time, across every replica: each transaction takes the same
+  transaction-scoped advisory lock right after ``BEGIN``. That is SQLite's single-writer model, so
+  the services' read-then-write code (case codes, counters, once-only claims) is as correct on
+  PostgreSQL as on SQLite, and our transactions can never deadlock each other. Reads run on the
+  pool without any lock. A write transaction lasts milliseconds, so the lock caps writes at
+  hundreds of transactions a second: far above what CI ingest needs (see bench/README.md, capacity).
+* ``signal``/``epoch`` ride on LISTEN/NOTIFY: a notification is sent at commit, and every replica's
+  listener connection bumps its epoch (a lost listener reconnects and bumps every epoch, since it
+  may have missed some).
+* Periodic jobs take a session advisory lock with ``pg_try_advisory_lock``: one replica runs a job,
+  the others skip that round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from tms.db import OUTBOX_SIGNAL, Dialect, Params, Row
+from tms.db.migrations import migration_files
+from tms.db.translate import to_postgres
+from tms.ids import now_iso
+
+log = logging.getLogger(__name__)
+
+POOL_SIZE = 8
+NOTIFY_CHANNEL = "tms_signal"
+LISTENER_CHECK_SECONDS = 1.0
+
+
+def lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for ``name``."""
+    return int.from_bytes(hashlib.sha256(f"tms:{name}".encode()).digest()[:8], "big", signed=True)
+
+
+WRITE_LOCK = lock_key("write")
+MIGRATION_LOCK = lock_key("migrations")
+
+
+def _numeric(text: str) -> int | float:
+    # SUM over a BIGINT column is NUMERIC in PostgreSQL; SQLite gives an integer, so does this
+    value = Decimal(text)
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+async def _prepare_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("numeric", encoder=str, decoder=_numeric, schema="pg_catalog", format="text")
+
+
+def _arguments(names: tuple[str, ...] | None, params: Params) -> tuple[Any, ...]:
+    if names is None:
+        if isinstance(params, dict):
+            raise TypeError("named parameters given to a statement with ? placeholders")
+        return tuple(params)
+    if not isinstance(params, dict):
+        raise TypeError("positional parameters given to a statement with :name placeholders")
+    return tuple(params[name] for name in names)
+
+
+def _changed(status: str) -> int:
+    """Rows changed, from a command tag such as ``UPDATE 3`` or ``INSERT 0 5``."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+class _Statements:
+    """Runs SQLite-spelled statements on one asyncpg connection (or the pool)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        text, names = to_postgres(sql)
+        return _changed(await self._conn.execute(text, *_arguments(names, params)))
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        text, names = to_postgres(sql)
+        return [dict(record) for record in await self._conn.fetch(text, *_arguments(names, params))]
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        text, names = to_postgres(sql)
+        record = await self._conn.fetchrow(text, *_arguments(names, params))
+        return None if record is None else dict(record)
+
+    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
+        text, names = to_postgres(sql)
+        return await self._conn.fetchval(text, *_arguments(names, params))
+
+
+class PostgresTransaction(_Statements):
+    dialect: Dialect = "postgres"
+
+    def __init__(self, conn: asyncpg.Connection, db: PostgresDatabase) -> None:
+        super().__init__(conn)
+        self._db = db
+        self._after_commit: list[Callable[[], None]] = []
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+        """One pipelined round trip; returns the number of parameter sets (PostgreSQL reports no
+        per-statement counts for a batch, so a caller that needs what an upsert skipped asks with
+        RETURNING instead)."""
+        text, names = to_postgres(sql)
+        batch = [_arguments(names, params) for params in rows]
+        if batch:
+            await self._conn.executemany(text, batch)
+        return len(batch)
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if callback not in self._after_commit:
+            self._after_commit.append(callback)
+
+    async def signal(self, name: str) -> None:
+        # NOTIFY is transactional: the other replicas hear it at commit, never after a rollback
+        await self._conn.execute("SELECT pg_notify($1, $2)", NOTIFY_CHANNEL, name)
+        self.after_commit(self._db.signalled(name))
+
+
+class PostgresDatabase(_Statements):
+    dialect: Dialect = "postgres"
+
+    def __init__(self, url: str, data_dir: Path, pool_size: int | None = None) -> None:
+        super().__init__(None)
+        self._url = url
+        self.data_dir = data_dir
+        self._pool_size = POOL_SIZE if pool_size is None else max(2, pool_size + 1)
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._listener_task: asyncio.Task[None] | None = None
+        self._write_lock = asyncio.Lock()  # replicas queue on the advisory lock; this process's writers queue here
+        self._epochs: dict[str, int] = {}
+        self._signal_callbacks: dict[str, Callable[[], None]] = {}
+        self.outbox_wakeup = asyncio.Event()
+
+    async def open(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._pool_size, init=_prepare_connection,
+                statement_cache_size=1024,
+            )
+            self._conn = self._pool
+            async with self._pool.acquire() as conn:
+                await apply_migrations(conn)
+            await self._listen()
+            self._listener_task = asyncio.create_task(self._keep_listening())
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._listener_task is not None:
+            self._listener_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener_task
+            self._listener_task = None
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+            self._listener = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PostgresTransaction]:
+        assert self._pool is not None, "database is not open"
+        async with self._write_lock, self._pool.acquire() as conn:
+            transaction = conn.transaction()
+            await transaction.start()
+            try:
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
+                tx = PostgresTransaction(conn, self)
+                yield tx
+            except BaseException:
+                await transaction.rollback()
+                raise
+            await transaction.commit()
+        for callback in tx._after_commit:
+            callback()
+
+    def epoch(self, name: str) -> int:
+        return self._epochs.get(name, 0)
+
+    def signalled(self, name: str) -> Callable[[], None]:
+        callback = self._signal_callbacks.get(name)
+        if callback is None:
+
+            def callback() -> None:
+                self._bump(name)
+
+            self._signal_callbacks[name] = callback
+        return callback
+
+    def _bump(self, name: str) -> None:
+        self._epochs[name] = self._epochs.get(name, 0) + 1
+        if name == OUTBOX_SIGNAL:
+            self.outbox_wakeup.set()
+
+    def _on_notification(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._bump(payload)
+
+    async def _listen(self) -> None:
+        self._listener = await asyncpg.connect(self._url)
+        await self._listener.add_listener(NOTIFY_CHANNEL, self._on_notification)
+
+    async def _keep_listening(self) -> None:
+        """Reconnects a lost listener; whatever it may have missed counts as signalled."""
+        while True:
+            await asyncio.sleep(LISTENER_CHECK_SECONDS)
+            if self._listener is not None and not self._listener.is_closed():
+                continue
+            try:
+                await self._listen()
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("database listener: reconnect failed: %s", exc)
+                continue
+            for name in [*self._epochs, OUTBOX_SIGNAL]:
+                self._bump(name)
+
+    @contextlib.asynccontextmanager
+    async def job_lock(self, name: str) -> AsyncIterator[bool]:
+        assert self._pool is not None, "database is not open"
+        async with self._pool.acquire() as conn:
+            got = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(f"job:{name}")))
+            try:
+                yield got
+            finally:
+                if got:
+                    await conn.execute("SELECT pg_advisory_unlock($1)", lock_key(f"job:{name}"))
+
+    def migrations(self) -> list[tuple[int, str, str]]:
+        return migration_files("postgres")
+
+    async def housekeeping(self) -> None:
+        """Daily: refresh the planner's statistics (autovacuum does the rest)."""
+        assert self._pool is not None
+        async with self._pool.acquire() as conn:
+            await conn.execute("ANALYZE")
+
+
+async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
+    """Applies each pending migration in its own transaction; replicas starting together take turns."""
+    done = []
+    await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, "
+            "applied_at TEXT NOT NULL)"
+        )
+        applied = {row["version"] for row in await conn.fetch("SELECT version FROM schema_migrations")}
+        for version, name, sql in migration_files("postgres"):
+            if version in applied:
+                continue
+            async with conn.transaction():
+                await conn.execute(sql)  # a script: asyncpg runs it with the simple query protocol
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                    version, name, now_iso(),
+                )
+            log.info("applied migration postgres/%s", name)
+            done.append(name)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+    return done
