@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test browser serve test lint typecheck bench
+.PHONY: help install install-test browser postgres serve test test-sqlite test-postgres lint typecheck bench
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -25,11 +25,26 @@ browser:  ## install Debian's Chromium for the browser tests (no browser downloa
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
 	    && echo "make: Chromium installed: $$(command -v chromium)"; }
 
+postgres:  ## install Debian's PostgreSQL 15 server binaries for the PostgreSQL half of the suite (no Docker)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "make: installing Debian's PostgreSQL 15 for the tests (apt, ~60 s)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "make: installing PostgreSQL needs root or sudo (apt-get install postgresql-15)"; exit 1; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null \
+	    && echo "make: PostgreSQL installed: $$(ls -d /usr/lib/postgresql/*/bin)"; }
+
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-test: install browser  ## install everything and run the whole test suite (two workers, a file per worker)
+test: install browser postgres  ## install everything and run the whole suite on SQLite, then on PostgreSQL
 	$(VENV)/bin/pytest -n 2 --dist loadfile
+	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
+
+test-sqlite: install browser  ## the suite on SQLite only (two workers, a file per worker)
+	$(VENV)/bin/pytest -n 2 --dist loadfile
+
+test-postgres: install browser postgres  ## the suite on a throwaway PostgreSQL cluster only
+	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
 lint: install  ## ruff, then the type checker (make typecheck alone runs only the latter)
 	$(VENV)/bin/ruff check tms tests bench docs

@@ -152,6 +152,12 @@ def open_database(db_path: Path) -> Any:
     return SqliteDatabase(db_path, readers=1)
 
 
+def storage_env(data_dir: Path) -> dict[str, str]:
+    """The environment that points a `tms` command at the data dir ``data_dir`` and its database."""
+    url = postgres_cluster.database_url_for(data_dir) if postgres_cluster.selected() else ""
+    return {"TMS_STORAGE_DATA_DIR": str(data_dir), "TMS_STORAGE_DATABASE_URL": url}
+
+
 def connect_db(db_path: Path, timeout: float = 10) -> Any:
     """A plain connection to a server's database, for tests that read or poke rows directly:
     ``sqlite3.connect`` on SQLite, a look-alike on PostgreSQL (statements in SQLite spelling)."""

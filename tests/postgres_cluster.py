@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
-from pathlib import Path
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -82,10 +83,8 @@ class Cluster:
     def stop(self) -> None:
         data = self.directory / "data"
         if data.exists():
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):
                 self._run(_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
-            except subprocess.CalledProcessError:
-                pass
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:
@@ -132,6 +131,7 @@ class Connection:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.row_factory: Any = None  # any factory (sqlite3.Row) gives rows as dicts
 
     def execute(self, sql: str, params: Any = ()) -> _Cursor:
         import asyncpg
@@ -141,11 +141,13 @@ class Connection:
 
         text, names = to_postgres(sql)
 
-        async def run() -> list[tuple[Any, ...]]:
+        shape: Any = tuple if self.row_factory is None else dict
+
+        async def run() -> list[Any]:
             conn = await asyncpg.connect(self.url)
             try:
                 await _prepare_connection(conn)
-                return [tuple(record) for record in await conn.fetch(text, *_arguments(names, params))]
+                return [shape(record) for record in await conn.fetch(text, *_arguments(names, params))]
             finally:
                 await conn.close()
 
@@ -165,13 +167,13 @@ class Connection:
 
 
 class _Cursor:
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+    def __init__(self, rows: list[Any]) -> None:
         self._rows = rows
 
-    def fetchone(self) -> tuple[Any, ...] | None:
+    def fetchone(self) -> Any:
         return self._rows[0] if self._rows else None
 
-    def fetchall(self) -> list[tuple[Any, ...]]:
+    def fetchall(self) -> list[Any]:
         return list(self._rows)
 
     def __iter__(self) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 from collections import deque
@@ -23,7 +22,7 @@ import httpx
 import pytest
 
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
-from tests.conftest import ServerProcess, Tenant, free_port, make_tenant_on, run_admin
+from tests.conftest import ServerProcess, Tenant, connect_db, free_port, make_tenant_on, run_admin
 from tests.web_helpers import HTML, every_post_form_has_csrf, flashes, follow, text_of
 
 API_KEY = "sk-secret-test"
@@ -181,7 +180,7 @@ def cases_of(tenant: Tenant) -> list[dict[str, Any]]:
 
 
 def generations(server: ServerProcess, tenant_id: str) -> list[tuple[str, str]]:
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         return conn.execute("SELECT month, status FROM ai_generations WHERE tenant_id = ?", (tenant_id,)).fetchall()
 
 
@@ -353,7 +352,7 @@ def previous_month(now: datetime) -> str:
 
 def test_quota_counts_this_month_only_and_stops_requests(team: Tenant, fake: FakeProvider) -> None:
     now = datetime.now(UTC)
-    with sqlite3.connect(team.server.db_path) as conn:
+    with connect_db(team.server.db_path) as conn:
         conn.executemany(
             "INSERT INTO ai_generations (id, tenant_id, month, model, drafts, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             [(f"old{i}-{team.id}", team.id, previous_month(now), "test-model", 1, "2000-01-01T00:00:00.000Z")

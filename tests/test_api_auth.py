@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import Tenant, assert_problem, run_admin
+from tests.conftest import Tenant, assert_problem, run_admin, storage_env
 
 
 def test_me_reports_tenant_scopes_and_ai(tenant: Tenant) -> None:
@@ -75,7 +75,7 @@ def test_revoked_token_stops_working_on_next_request(tenant: Tenant) -> None:
 def test_suspended_tenant_tokens_are_401_until_reactivated(tenant: Tenant) -> None:
     from tests.test_config_cli import tms
 
-    env = {"TMS_STORAGE_DATA_DIR": str(tenant.server.data_dir)}
+    env = storage_env(tenant.server.data_dir)
     assert tenant.api.get("/api/v1/me").status_code == 200  # now cached as verified
     cwd = tenant.server.data_dir.parent
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import socket
-import sqlite3
 import struct
 import time
 import zipfile
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on, run_admin
+from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
 
 # ---------------------------------------------------------------- minimal real files of each type
 
@@ -129,7 +128,7 @@ def attachments_dir(server: ServerProcess) -> Path:
 
 
 def stored_rows(server: ServerProcess, tenant_id: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(server.db_path, timeout=10) as conn:
+    with connect_db(server.db_path) as conn:
         rows = conn.execute(
             "SELECT file_name, mime_type, size, storage_name FROM attachments WHERE tenant_id = ?", (tenant_id,)
         ).fetchall()
@@ -415,7 +414,7 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     rows = {row[0]: row[3] for row in stored_rows(tenant.server, tenant.id)}
     directory = attachments_dir(tenant.server)
 
-    with sqlite3.connect(tenant.server.db_path, timeout=10) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM test_runs WHERE id = (SELECT run_id FROM test_results WHERE id = ?)", (gone_id,))
     conn.close()

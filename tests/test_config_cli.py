@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT, ServerProcess
+from tests.conftest import ROOT, ServerProcess, storage_env
 from tms.config import SETTINGS, ConfigError, load_config, sample_toml
 
 
@@ -26,7 +26,7 @@ def tms(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | N
 
 
 def test_admin_commands_create_a_working_tenant_user_and_token(server: ServerProcess, tmp_path: Path) -> None:
-    env = {"TMS_STORAGE_DATA_DIR": str(server.data_dir)}
+    env = storage_env(server.data_dir)
     created = tms("admin", "create-tenant", "--name", "Acme QA", cwd=tmp_path, env=env)
     assert created.returncode == 0, created.stderr
     tenant_id = created.stdout.strip().splitlines()[-1]
@@ -63,14 +63,14 @@ def test_admin_commands_create_a_working_tenant_user_and_token(server: ServerPro
     ],
 )
 def test_admin_errors_are_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
-    result = tms(*args, cwd=tmp_path, env={"TMS_STORAGE_DATA_DIR": str(tmp_path / "d")})
+    result = tms(*args, cwd=tmp_path, env=storage_env(tmp_path / "d"))
     assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_duplicate_user_email_is_refused(tmp_path: Path) -> None:
-    env = {"TMS_STORAGE_DATA_DIR": str(tmp_path / "d")}
+    env = storage_env(tmp_path / "d")
     tenant_id = tms("admin", "create-tenant", "--name", "T", cwd=tmp_path, env=env).stdout.split()[-1]
     args = ["admin", "create-user", "--tenant", tenant_id, "--email", "a@b.co", "--password", "longenough"]
     assert tms(*args, cwd=tmp_path, env=env).returncode == 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ServerProcess, Tenant, assert_problem
+from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
@@ -296,7 +296,7 @@ def test_quarantine_entries_flag_unknown_tests_and_expire_by_themselves(tenant: 
     assert login["expires_at"] == "2099-01-01T00:00:00.000Z" and login["active"] is True
 
     # expiry needs no job: an entry whose end has passed stops applying at once
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         conn.execute("UPDATE quarantine SET expires_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (login["id"],))
     listed = tenant.api.get("/api/v1/quarantine", params={"project_id": project}).json()
     assert listed["pagination"]["total"] == 3
@@ -437,7 +437,7 @@ def flaky_moves(tenant: Tenant, code: str) -> list[str]:
 
 def audit_entries(server: ServerProcess, tenant_id: str, entity_type: str, code: str | None = None
                   ) -> list[dict[str, Any]]:
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         conn.row_factory = sqlite3.Row
         rows = conn.execute(
             "SELECT action, entity_id, changes FROM audit_log WHERE tenant_id = ? AND entity_type = ? "
@@ -447,7 +447,7 @@ def audit_entries(server: ServerProcess, tenant_id: str, entity_type: str, code:
 
 
 def outbox(server: ServerProcess, tenant_id: str, event: str) -> list[dict[str, Any]]:
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         rows = conn.execute("SELECT body FROM events WHERE tenant_id = ? AND event = ? ORDER BY rowid",
                             (tenant_id, event)).fetchall()
     return [json.loads(body) for (body,) in rows]

@@ -6,12 +6,11 @@ import asyncio
 import gzip
 import json
 import os
-import sqlite3
 from typing import Any
 
 import pytest
 
-from tests.conftest import Tenant, assert_problem
+from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 from tests.test_runs import events_of
 
@@ -38,7 +37,7 @@ def results_of(tenant: Tenant, run_id: str) -> list[dict[str, Any]]:
 
 
 def row_counts(tenant: Tenant) -> tuple[int, int, int]:
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         return tuple(  # type: ignore[return-value]
             conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant.id,)).fetchone()[0]
             for table in ("test_runs", "test_results", "unlinked_test_results")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, Tenant, assert_problem, run_admin
+from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, run_admin
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 GHERKIN = "Feature: Checkout\n  Scenario: Pay\n    Given a cart\n    When I pay\n    Then I get a receipt\n"
@@ -90,7 +89,7 @@ def deliver(server: ServerProcess, integration_id: str, kind: str, secret: str |
 
 def outbox(server: ServerProcess, tenant_id: str, event: str | None = None) -> list[dict[str, Any]]:
     """Envelopes written to the events outbox for the tenant, oldest first."""
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         rows = conn.execute(
             "SELECT body FROM events WHERE tenant_id = ? AND (? IS NULL OR event = ?) ORDER BY rowid",
             (tenant_id, event, event),
@@ -99,7 +98,7 @@ def outbox(server: ServerProcess, tenant_id: str, event: str | None = None) -> l
 
 
 def deliveries_recorded(server: ServerProcess, integration_id: str) -> int:
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         return int(conn.execute("SELECT COUNT(*) FROM integration_deliveries WHERE integration_id = ?",
                                 (integration_id,)).fetchone()[0])
 
@@ -133,7 +132,7 @@ def get_case(tenant: Tenant, case: dict[str, Any]) -> dict[str, Any]:
 
 
 def flagged_codes(server: ServerProcess, tenant_id: str) -> list[str]:
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         rows = conn.execute(
             "SELECT code FROM test_cases WHERE tenant_id = ? AND needs_retest = 1 ORDER BY code", (tenant_id,)
         ).fetchall()
@@ -314,7 +313,7 @@ def test_the_same_delivery_twice_changes_nothing_the_second_time(server: ServerP
     first = deliver(server, integration_id, kind, secret, body, delivery="delivery-1")
     assert first.json()["data"]["outcome"] == "resolved"
     # the case is retested in between: a redelivery must not put it back in the queue
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         conn.execute("UPDATE test_cases SET needs_retest = 0 WHERE id = ?", (case["id"],))
     again = deliver(server, integration_id, kind, secret, body, delivery="delivery-1")
     assert again.status_code == 200

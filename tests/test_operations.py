@@ -8,9 +8,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
 from litestar.testing import TestClient
 
-from tests.conftest import ROOT, ServerProcess, Tenant, make_tenant_on, run_admin
+from tests.conftest import ROOT, ServerProcess, Tenant, connect_db, make_tenant_on, run_admin, storage_env
 from tests.test_attachments import PNG, upload
 
 
@@ -27,7 +28,7 @@ def test_readyz_is_503_while_a_migration_is_not_applied(start_server, tmp_path: 
     import httpx
 
     srv = start_server()
-    with sqlite3.connect(srv.db_path) as conn:
+    with connect_db(srv.db_path) as conn:
         conn.execute("DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)")
     response = httpx.get(srv.url + "/readyz")
     assert response.status_code == 503
@@ -76,7 +77,7 @@ def _in_process_client(env: dict[str, str], tmp_path: Path) -> TestClient:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LitestarDeprecationWarning)
-        app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path), **env}))
+        app = create_app(load_config(None, {**storage_env(tmp_path), **env}))
     return TestClient(app)  # its client address is not loopback
 
 
@@ -92,6 +93,7 @@ def test_metrics_without_a_token_configured_are_loopback_only(tmp_path: Path) ->
         assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 401
 
 
+@pytest.mark.sqlite_only("on PostgreSQL replicas share the data dir on purpose")
 def test_a_second_serve_on_the_same_data_dir_refuses_to_start(server: ServerProcess) -> None:
     env = {"TMS_STORAGE_DATA_DIR": str(server.data_dir), "TMS_SERVER_PORT": "0", "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-m", "tms", "serve"], env=env, capture_output=True, text=True,
@@ -101,6 +103,7 @@ def test_a_second_serve_on_the_same_data_dir_refuses_to_start(server: ServerProc
     assert len(lines) == 1 and "another tms serve already uses the data dir" in lines[0]
 
 
+@pytest.mark.sqlite_only("SQLite's online backup; PostgreSQL is backed up with pg_dump")
 def test_backup_while_serving_is_a_consistent_copy(server: ServerProcess, tenant: Tenant, tmp_path: Path) -> None:
     project = tenant.create_project("Backed up")
     target = tmp_path / "copy.db"
@@ -115,6 +118,7 @@ def test_backup_while_serving_is_a_consistent_copy(server: ServerProcess, tenant
     assert not Path(str(target) + "-wal").exists()
 
 
+@pytest.mark.sqlite_only("SQLite's online backup; PostgreSQL is backed up with pg_dump")
 def test_backup_of_a_missing_database_fails_with_one_line(tmp_path: Path) -> None:
     env = {"TMS_STORAGE_DATA_DIR": str(tmp_path / "nothing"), "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-m", "tms", "admin", "backup", str(tmp_path / "x.db")], env=env,
@@ -145,15 +149,15 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     files_before = set((srv.data_dir / "attachments").iterdir())
     assert len(files_before) == 2
     counter = "SELECT unlinked_results FROM project_counters WHERE project_id = ?"
-    with sqlite3.connect(srv.db_path) as conn:
+    with connect_db(srv.db_path) as conn:
         assert conn.execute(counter, (project["id"],)).fetchone() == (2,)
-    with sqlite3.connect(srv.db_path) as conn:  # age the first run, as eleven days would
+    with connect_db(srv.db_path) as conn:  # age the first run, as eleven days would
         conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old_run,))
 
     from tms.config import load_config
     from tms.services import retention
 
-    config = load_config(None, {"TMS_STORAGE_DATA_DIR": str(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
+    config = load_config(None, {**storage_env(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
     removed = run_admin(srv.db_path, lambda db: retention.sweep_old_runs(db, config, 10))
 
     assert removed == 1
@@ -161,7 +165,7 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     assert tenant.api.get(f"/api/v1/runs/{new_run}").status_code == 200
     files_after = set((srv.data_dir / "attachments").iterdir())
     assert len(files_after) == 1 and files_after < files_before
-    with sqlite3.connect(srv.db_path) as conn:
+    with connect_db(srv.db_path) as conn:
         left = conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (old_run,)).fetchone()
         assert left == (0,)
         assert conn.execute("SELECT COUNT(*) FROM attachments").fetchone() == (1,)

@@ -4,19 +4,18 @@ that belong to them."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
 
-from tests.conftest import Tenant, assert_problem
+from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 
 ZERO = {"total": 0, "passed": 0, "failed": 0, "broken": 0, "skipped": 0, "unknown": 0}
 
 
 def audit_of(tenant: Tenant, action: str) -> list[dict[str, Any]]:
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         rows = conn.execute(
             "SELECT entity_id, actor_type, changes FROM audit_log WHERE tenant_id = ? AND action = ? ORDER BY rowid",
             (tenant.id, action),

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-from tests.conftest import Tenant, assert_problem
+from tests.conftest import Tenant, assert_problem, connect_db
 from tests.team_helpers import add_member
 from tests.test_cases import new_case
 from tests.test_runs import events_of, new_run
@@ -64,7 +62,7 @@ def test_get_and_patch_one_result_keeps_counts_and_fires_failed(tenant: Tenant) 
     by_status = tenant.api.get(f"/api/v1/runs/{run['id']}/results", params={"status": "UNKNOWN"})
     assert [r["id"] for r in by_status.json()["data"]] == [results[1]["id"]]
     assert_problem(tenant.api.get(f"/api/v1/runs/{run['id']}/results", params={"status": "NOPE"}), 400)
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         actions = [r[0] for r in conn.execute(
             "SELECT action FROM audit_log WHERE tenant_id = ? AND entity_id = ? ORDER BY rowid",
             (tenant.id, first["id"]))]
@@ -76,7 +74,7 @@ def test_bad_patches_are_400_naming_the_field(tenant: Tenant, other_tenant: Tena
     url = f"/api/v1/results/{results[0]['id']}"
     foreign = add_member(other_tenant, "tester")
     gone = add_member(tenant, "tester")
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         conn.execute("UPDATE users SET active = 0 WHERE id = ?", (gone.id,))
     for body, field in [
         ({"status": "DONE"}, "status"),

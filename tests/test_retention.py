@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on, run_admin
+from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
 from tests.test_cases import new_case
 from tests.test_ingest import ingest, results_of
 
@@ -22,7 +21,7 @@ def report(tenant: Tenant, unlinked: int, linked: list[str] = ()) -> str:  # typ
 
 def age_unlinked_rows(tenant: Tenant, run_id: str, days: int, count: int | None = None) -> None:
     """Moves the creation time of (some of) a run's unlinked rows into the past, as time would."""
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         conn.execute(
             "UPDATE unlinked_test_results SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) "
             "WHERE rowid IN (SELECT rowid FROM unlinked_test_results WHERE run_id = ? ORDER BY rowid LIMIT ?)",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-from tests.conftest import Tenant, assert_problem
+from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 from tests.test_runs import new_run
 
@@ -31,7 +29,7 @@ def test_add_cases_prepopulates_unknown_results_and_keeps_counts(tenant: Tenant)
     assert removed.json()["data"]["removed"] == 2
     assert removed.json()["data"]["run"]["counts"] == {
         "total": 1, "passed": 0, "failed": 0, "broken": 0, "skipped": 0, "unknown": 1}
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         actions = [row[0] for row in conn.execute(
             "SELECT action FROM audit_log WHERE tenant_id = ? AND entity_id = ? ORDER BY rowid",
             (tenant.id, run["id"]))]

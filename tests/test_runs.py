@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
 
-from tests.conftest import Tenant, assert_problem
+from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 
 
 def events_of(tenant: Tenant, event: str) -> list[dict[str, Any]]:
     """The outbox rows of one tenant and event, oldest first (the dispatcher delivers from there)."""
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         rows = conn.execute(
             "SELECT body FROM events WHERE tenant_id = ? AND event = ? ORDER BY rowid", (tenant.id, event)
         ).fetchall()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+from tests.conftest import connect_db, storage_env
 from tests.test_config_cli import tms
 
 
 def test_create_user_roles(tmp_path: Path) -> None:
-    env = {"TMS_STORAGE_DATA_DIR": str(tmp_path / "d")}
+    env = storage_env(tmp_path / "d")
     tenant_id = tms("admin", "create-tenant", "--name", "T", cwd=tmp_path, env=env).stdout.split()[-1]
     for email, extra in (("first@x.co", ["--role", "tester"]), ("second@x.co", []),
                          ("third@x.co", ["--role", "viewer"])):
@@ -17,7 +17,7 @@ def test_create_user_roles(tmp_path: Path) -> None:
                    *extra, cwd=tmp_path, env=env)
         assert made.returncode == 0, made.stderr
     assert "with role viewer" in made.stdout
-    with sqlite3.connect(tmp_path / "d" / "tms.db") as conn:
+    with connect_db(tmp_path / "d" / "tms.db") as conn:
         roles = dict(conn.execute("SELECT email, role FROM users ORDER BY created_at").fetchall())
     assert roles == {"first@x.co": "owner", "second@x.co": "admin", "third@x.co": "viewer"}
     bad = tms("admin", "create-user", "--tenant", tenant_id, "--email", "x@x.co", "--password", "longenough",

@@ -7,14 +7,13 @@ new route cannot ship without its isolation check.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, Tenant, make_tenant_on
+from tests.conftest import ServerProcess, Tenant, connect_db, make_tenant_on
 from tms.ids import new_id, now_iso
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 17
@@ -68,7 +67,7 @@ def _owned_resources(victim: Tenant) -> Owned:
     assert web.post(f"/api/webhooks/{subscription_id}/ping").status_code in (200, 201, 202)
     deliveries = web.get(f"/api/webhooks/{subscription_id}/deliveries").json()["data"]
 
-    conn = sqlite3.connect(victim.server.db_path, timeout=10)
+    conn = connect_db(victim.server.db_path)
     with conn:
         token = conn.execute("SELECT id FROM api_tokens WHERE tenant_id = ? LIMIT 1", (victim.id,)).fetchone()[0]
         integration = new_id()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import httpx
 
-from tests.conftest import Tenant
+from tests.conftest import Tenant, connect_db
 
 
 def _login(client: httpx.Client, email: str, password: str, **extra: str) -> httpx.Response:
@@ -109,7 +108,7 @@ def test_api_answers_as_usual_before_setup(start_server) -> None:
 
 
 def _session_rows(server: Any) -> int:
-    with sqlite3.connect(server.db_path, timeout=10) as conn:
+    with connect_db(server.db_path) as conn:
         count = conn.execute("SELECT COUNT(*) FROM web_sessions").fetchone()[0]
     conn.close()
     return int(count)

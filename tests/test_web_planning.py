@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
-from tests.conftest import Tenant
+from tests.conftest import Tenant, connect_db
 from tests.test_cases import new_case
 from tests.test_planning import audit_of, new_milestone, new_plan
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow, input_value, text_of
@@ -82,7 +81,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
     files = tenant.server.data_dir / "attachments"
 
     def stored(project_id: str) -> list[str]:
-        with sqlite3.connect(tenant.server.db_path) as conn:
+        with connect_db(tenant.server.db_path) as conn:
             return [name for (name,) in conn.execute(
                 "SELECT a.storage_name FROM attachments a WHERE a.result_id IN (SELECT r.id FROM test_results r "
                 "JOIN test_runs t ON t.id = r.run_id WHERE t.project_id = ? UNION SELECT n.id FROM "
@@ -104,7 +103,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
     assert tenant.api.get(f"/api/v1/milestones/{milestone['id']}").status_code == 404
     assert tenant.api.get("/api/v1/plans").json()["data"] == []
     assert not any((files / name).exists() for name in doomed_files)
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM attachments WHERE storage_name IN (?, ?)",
                             doomed_files).fetchone()[0] == 0
         assert conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE project_id = ?",
@@ -122,7 +121,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
 
 def test_only_admins_delete_projects(tenant: Tenant) -> None:
     project = tenant.create_project("Kept")
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         conn.execute("UPDATE users SET role = 'tester' WHERE tenant_id = ?", (tenant.id,))
     web = tenant.web()
     response = web.post(f"/projects/{project['id']}/delete", data={"confirm_name": "Kept"})

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import struct
 import zlib
 
-from tests.conftest import Tenant
+from tests.conftest import Tenant, connect_db
 from tests.web_helpers import HTML, every_post_form_has_csrf, follow, text_of
 
 FEATURE = "Feature: f\n  Scenario: s\n    Given a step\n"
@@ -93,7 +92,7 @@ def test_mark_completed_fires_once(tenant: Tenant) -> None:
     again = follow(web, web.post(f"/runs/{run['id']}/complete"))
     assert "already completed" in again.text
     # the runs service fired test_run.completed into the outbox, once
-    with sqlite3.connect(f"file:{tenant.server.db_path}?mode=ro", uri=True) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         bodies = [json.loads(body) for (body,) in conn.execute(
             "SELECT body FROM events WHERE tenant_id = ? AND event = 'test_run.completed'", (tenant.id,))]
     assert [b["data"]["run_id"] for b in bodies] == [run["id"]]

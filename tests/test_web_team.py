@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 
-from tests.conftest import Tenant
+from tests.conftest import Tenant, connect_db
 from tests.team_helpers import add_member, web_as
 from tests.test_result_api import GHERKIN
 from tests.web_helpers import every_post_form_has_csrf, field_error, text_of
@@ -51,7 +50,7 @@ def test_invite_accept_sign_in_and_the_link_works_once(tenant: Tenant) -> None:
     joined = users["new.tester@example.com"]
     assert joined["role"] == "tester" and joined["name"] == "Tess Tester"
     web_as(tenant, "new.tester@example.com", "a long password")
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         stored = conn.execute("SELECT token_sha256, used_at FROM user_links WHERE email = ?",
                               ("new.tester@example.com",)).fetchone()
     assert stored[1] and link.rsplit("/", 1)[1].encode() not in stored[0]  # hashed, used
@@ -78,7 +77,7 @@ def test_roles_deactivation_and_the_owner_cannot_be_touched(tenant: Tenant) -> N
         admin_web.post(path, data=data)
     owner_row = next(u for u in tenant.api.get("/api/v1/users").json()["data"] if u["id"] == owner_id)
     assert owner_row["role"] == "owner" and owner_row["active"] is True
-    with sqlite3.connect(tenant.server.db_path) as conn:
+    with connect_db(tenant.server.db_path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM user_links WHERE user_id = ?", (owner_id,)).fetchone()[0] == 0
     # a tester may not manage the team at all
     assert tester_web.get("/settings/team").status_code == 403

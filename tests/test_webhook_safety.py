@@ -15,7 +15,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from tests.conftest import ServerProcess, assert_problem, make_tenant_on
+from tests.conftest import ServerProcess, assert_problem, make_tenant_on, storage_env
 from tests.webhook_receiver import Receiver
 from tms.config import load_config
 from tms.webhooks import delivery, safety, signing
@@ -167,19 +167,19 @@ def test_production_sends_only_to_https(receiver: Receiver) -> None:
 
 
 def test_production_accepts_only_https_subscriptions(tmp_path: Path) -> None:
-    from tms.db import Database
+    from tms.db import database_for
     from tms.models.webhooks import SubscriptionCreate, SubscriptionUpdate
     from tms.services import accounts
     from tms.services import webhooks as service
     from tms.services.errors import InvalidInput
 
     config = load_config(
-        None, {"TMS_SERVER_BASE_URL": "https://tms.example.com", "TMS_STORAGE_DATA_DIR": str(tmp_path)}
+        None, {"TMS_SERVER_BASE_URL": "https://tms.example.com", **storage_env(tmp_path)}
     )
     assert config.production
 
     async def run() -> None:
-        db = Database(config.db_path, readers=1)
+        db = database_for(config, readers=1)
         await db.open()
         try:
             tenant_id = await accounts.create_tenant(db, "Prod")

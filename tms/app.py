@@ -216,14 +216,17 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         # flaky cases re-evaluated after each write of results, off the request path
         flaky_watcher = flaky_service.watch(db, config.get("flaky.threshold"), config.get("flaky.runs"))
         tasks = [
+            # per process: each replica flushes the last-used times it noted itself
             asyncio.create_task(run_periodically(lambda: token_usage.flush(db), 15, "token last-used flush")),
-            asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping")),
+            # shared: once a day across all replicas
+            asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping", db=db)),
             asyncio.create_task(retention.sweep_daily(db, config)),
             asyncio.create_task(
                 run_periodically(
                     lambda: attachment_service.sweep_orphans(db, config.attachments_dir),
                     24 * 3600,
                     "attachment orphan sweep",
+                    db=db,
                 )
             ),
         ]

@@ -242,6 +242,10 @@ def _backup(config: Config, file: str) -> int:
 
     from tms.db.sqlite import backup_database
 
+    if config.database_url:
+        print("tms: admin backup copies the SQLite database; back PostgreSQL up with pg_dump "
+              "(see docs/deployment.md)", file=sys.stderr)
+        return 1
     try:
         size = backup_database(config.db_path, Path(file))
     except (OSError, sqlite3.Error) as exc:

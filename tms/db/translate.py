@@ -4,11 +4,13 @@ Store modules keep one statement for both backends wherever the two differ only 
 differs in meaning (full-text search, bare columns beside an aggregate, date arithmetic …) is
 written twice in the store module, side by side, and chosen by ``dialect``. What is rewritten here:
 
-* parameters: ``?`` and ``:name`` become ``$1 … $n`` (a repeated ``:name`` keeps its number);
+* parameters: ``?``, ``?NNN`` and ``:name`` become ``$1 … $n`` (a repeated ``:name`` keeps its number);
 * ``INSERT OR IGNORE INTO`` becomes ``INSERT INTO … ON CONFLICT DO NOTHING``;
 * ``json_each(x)`` (as a set of values) becomes ``json_array_elements_text(CAST(x AS json))``;
 * SQLite's index hints ``+column`` lose their ``+``;
 * ``a IS ?`` / ``a IS NOT ?`` become ``IS [NOT] DISTINCT FROM``;
+* ``json_array``/``json_object`` become ``json_build_array``/``json_build_object`` (the baseline
+  migration gives PostgreSQL SQLite's ``json_group_array`` and ``SUM(boolean)`` under their names);
 * ``x COLLATE NOCASE`` becomes ``lower(x)``, ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores case),
   ``IFNULL`` becomes ``COALESCE``, ``CAST(… AS REAL)`` a double, ``LIMIT -1`` ``LIMIT ALL``.
 
@@ -21,7 +23,7 @@ import functools
 import re
 
 _SEGMENTS = re.compile(r"('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\")")
-_PARAM = re.compile(r"\?|(?<![:\w]):([A-Za-z_]\w*)")
+_PARAM = re.compile(r"\?(\d*)|(?<![:\w]):([A-Za-z_]\w*)")
 _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bjson_each\(\s*([^()]+?)\s*\)", re.I), r"json_array_elements_text(CAST(\1 AS json))"),
     (re.compile(r"(?<=[\s(,=])\+(?=[A-Za-z_])"), ""),
@@ -30,6 +32,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"([\w.]+)\s+COLLATE\s+NOCASE", re.I), r"lower(\1)"),
     (re.compile(r"\bLIKE\b", re.I), "ILIKE"),
     (re.compile(r"\bIFNULL\(", re.I), "COALESCE("),
+    (re.compile(r"\bjson_array\(", re.I), "json_build_array("),
+    (re.compile(r"\bjson_object\(", re.I), "json_build_object("),
     (re.compile(r"\bAS\s+REAL\)", re.I), "AS double precision)"),
     (re.compile(r"\bLIMIT\s+-1\b", re.I), "LIMIT ALL"),
 )
@@ -55,7 +59,10 @@ def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
 
     def number(match: re.Match[str]) -> str:
         nonlocal positional
-        name = match.group(1)
+        explicit, name = match.group(1), match.group(2)
+        if explicit:  # ?NNN: SQLite's numbered parameter, the same number in PostgreSQL
+            positional = max(positional, int(explicit))
+            return f"${explicit}"
         if name is None:
             positional += 1
             return f"${positional}"

@@ -97,4 +97,4 @@ async def sweep_daily(db: Database, config: Config, first_delay: float = 300, pe
     Starting with a pass matters: a server restarted by more frequent deploys than daily would
     otherwise never reach its first sweep. A failing pass is logged and the loop goes on.
     """
-    await run_periodically(lambda: sweep_all(db, config), period, "retention sweep", first_delay=first_delay)
+    await run_periodically(lambda: sweep_all(db, config), period, "retention sweep", first_delay=first_delay, db=db)

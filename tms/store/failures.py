@@ -36,13 +36,14 @@ async def record_fingerprints(
         "INSERT INTO failure_fingerprints (tenant_id, project_id, fingerprint, first_run_id, first_seen_at, "
         "last_run_id, last_seen_at, occurrences, error_message) VALUES (?1, ?2, ?3, ?4, ?5, ?4, ?5, ?6, ?7) "
         "ON CONFLICT (tenant_id, project_id, fingerprint) DO UPDATE SET last_run_id = excluded.last_run_id, "
-        "last_seen_at = excluded.last_seen_at, occurrences = occurrences + excluded.occurrences",
+        "last_seen_at = excluded.last_seen_at, occurrences = failure_fingerprints.occurrences + excluded.occurrences",
         rows,
     )
     day = at[:10]
     await tx.executemany(
         "INSERT INTO failure_daily (tenant_id, project_id, day, fingerprint, failures) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (tenant_id, project_id, day, fingerprint) DO UPDATE SET failures = failures + excluded.failures",
+        "ON CONFLICT (tenant_id, project_id, day, fingerprint) DO UPDATE SET "
+        "failures = failure_daily.failures + excluded.failures",
         [(tenant_id, project_id, day, fingerprint, count) for fingerprint, (count, _) in seen.items()],
     )
 
@@ -179,17 +180,17 @@ async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str], *, li
         "  UNION SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND passed_on_retry = 1"
         # the automation status concerns cases only: its evaluation leaves the unlinked rows out
         "), titles(title) AS ("
-        "  SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs)"
+        "  SELECT title FROM unlinked_test_results WHERE :unlinked = 1 AND run_id IN (SELECT id FROM runs)"
         "  AND fingerprint IS NOT NULL"
-        "  UNION SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs) "
+        "  UNION SELECT title FROM unlinked_test_results WHERE :unlinked = 1 AND run_id IN (SELECT id FROM runs) "
         "  AND passed_on_retry = 1"
         ") SELECT json_group_array(json_array(run_id, key, code, title, status, passed_on_retry)) FROM ("
         "  SELECT r.run_id, r.test_case_id AS key, r.test_case_code AS code, r.title, r.status, r.passed_on_retry"
-        "  FROM runs JOIN cases JOIN test_results r ON r.run_id = runs.id AND r.test_case_id = cases.id"
+        "  FROM runs CROSS JOIN cases JOIN test_results r ON r.run_id = runs.id AND r.test_case_id = cases.id"
         "  WHERE r.tenant_id = :tenant"
         "  UNION ALL SELECT n.run_id, n.title, NULL, n.title, n.status, n.passed_on_retry"
         "  FROM unlinked_test_results n WHERE EXISTS (SELECT 1 FROM titles) AND n.run_id IN (SELECT id FROM runs)"
-        "  AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles))",
+        "  AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles)) AS outcomes",
         {"runs": runs, "tenant": tenant_id, "unlinked": 0 if linked_only else 1},
     )
     return _flaky_rows.decode(packed or "[]")

@@ -118,7 +118,8 @@ async def shift_unlinked_counts(tx: Transaction, by_project: Mapping[tuple[str, 
     """Keeps ``project_counters.unlinked_results`` right: every writer or deleter of unlinked rows calls it."""
     await tx.executemany(
         "INSERT INTO project_counters (project_id, tenant_id, unlinked_results) VALUES (?, ?, ?) "
-        "ON CONFLICT (project_id) DO UPDATE SET unlinked_results = unlinked_results + excluded.unlinked_results",
+        "ON CONFLICT (project_id) DO UPDATE SET "
+        "unlinked_results = project_counters.unlinked_results + excluded.unlinked_results",
         [(project_id, tenant_id, sign * count) for (tenant_id, project_id), count in by_project.items() if count],
     )
 

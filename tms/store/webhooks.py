@@ -201,22 +201,47 @@ async def mark_fanned_out(tx: Transaction, event_ids: Sequence[str]) -> None:
     await tx.executemany("UPDATE events SET fanned_out = 1 WHERE id = ?", [(i,) for i in event_ids])
 
 
-async def due_deliveries(
-    db: Database, now: str, per_subscription: int, limit: int, skip: Sequence[str] = ()
+async def claim_due_deliveries(
+    tx: Transaction, owner: str, now: str, lease_until: str, per_subscription: int, limit: int,
+    skip: Sequence[str] = (),
 ) -> list[Row]:
-    """Pending deliveries due at ``now`` with what an attempt needs: the oldest ``per_subscription`` of
-    each subscription but those in ``skip`` (the dispatcher has enough of theirs), so a subscription
-    with a large backlog cannot crowd the others out of the batch. One short index range per
-    subscription: the cost does not grow with the backlog."""
-    return await db.fetch_all(
+    """Leases pending deliveries due at ``now`` to ``owner`` and returns them with what an attempt needs.
+
+    The oldest ``per_subscription`` of each subscription but those in ``skip`` (the dispatcher has
+    enough of theirs), so a subscription with a large backlog cannot crowd the others out of the
+    batch; one short index range per subscription, so the cost does not grow with the backlog.
+    A delivery leased to another dispatcher is skipped until its lease expires (that replica died);
+    on PostgreSQL rows another transaction holds are skipped too, rather than waited for.
+    """
+    lock = " FOR UPDATE OF d SKIP LOCKED" if tx.dialect == "postgres" else ""
+    rows = await tx.fetch_all(
         "SELECT d.id, d.subscription_id, d.event, d.attempts, d.retry_base, COALESCE(d.body, e.body) AS body "
         "FROM webhook_subscriptions s JOIN webhook_deliveries d ON d.id IN ("
         " SELECT x.id FROM webhook_deliveries x"
         " WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= ?"
+        " AND (x.lease_until IS NULL OR x.lease_until <= ? OR x.lease_owner = ?)"
         " ORDER BY x.next_attempt_at LIMIT ?"
         ") JOIN events e ON e.id = d.event_id "
-        "WHERE s.id NOT IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at LIMIT ?",
-        (now, per_subscription, json.dumps(list(skip)), limit),
+        f"WHERE s.id NOT IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at LIMIT ?{lock}",
+        (now, now, owner, per_subscription, json.dumps(list(skip)), limit),
+    )
+    await renew_leases(tx, owner, [row["id"] for row in rows], lease_until)
+    return rows
+
+
+async def renew_leases(tx: Transaction, owner: str, delivery_ids: Sequence[str], lease_until: str) -> None:
+    if delivery_ids:
+        await tx.execute(
+            "UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? "
+            "WHERE id IN (SELECT value FROM json_each(?)) AND status = 'pending'",
+            (owner, lease_until, json.dumps(list(delivery_ids))),
+        )
+
+
+async def release_leases(tx: Transaction, owner: str) -> int:
+    """Hands back every delivery still leased to ``owner`` (a dispatcher shutting down)."""
+    return await tx.execute(
+        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", (owner,)
     )
 
 
@@ -256,7 +281,8 @@ async def record_attempts(tx: Transaction, attempts: list[dict[str, Any]]) -> No
     )
     await tx.executemany(
         "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, "
-        "next_attempt_at = ?, delivered_at = COALESCE(?, delivered_at) WHERE id = ?",
+        "next_attempt_at = ?, delivered_at = COALESCE(?, delivered_at), lease_owner = NULL, lease_until = NULL "
+        "WHERE id = ?",
         [
             (a["status"], a["attempt"], a["status_code"], a["error"], a["next_attempt_at"], a["delivered_at"],
              a["delivery_id"])

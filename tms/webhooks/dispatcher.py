@@ -9,6 +9,13 @@ All state that matters lives in the database, so a crash loses nothing:
   updated only after an attempt has finished, so a delivery in flight during a crash is simply due
   again at the next start: at-least-once, and ``X-Service-Delivery`` lets receivers drop the repeat.
 
+Replicas (PostgreSQL): a dispatcher leases the deliveries it loads (``lease_owner``, ``lease_until``)
+in the same short transaction, renews the leases of what it still holds at each refill, and hands
+them back when it stops; another replica skips leased deliveries until the lease expires, so none is
+sent twice while every replica is healthy, and a killed replica's work is taken over after
+``LEASE_SECONDS``. Events reach every replica's dispatcher through ``db.outbox_wakeup`` (a database
+signal), and fan-out is one write transaction at a time, so an event is fanned out exactly once.
+
 In memory there is only a buffer of due deliveries (loaded in batches with their bodies, plus the
 URL, secret and state of their subscriptions, refreshed whenever a subscription changes) and the
 set of ids being worked on, so one is never sent twice at once by this process. Network I/O never
@@ -34,6 +41,9 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
+import secrets
+import socket
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +61,7 @@ from tms.webhooks.safety import GuardedTransport, make_ssl_context, make_transpo
 log = logging.getLogger(__name__)
 
 IDLE_RESCAN_SECONDS = 2.0
+LEASE_SECONDS = 60.0  # renewed at each refill (at most IDLE_RESCAN_SECONDS apart while work is held)
 FANOUT_BATCH = 100  # events per fan-out transaction: short holds of the write lock
 BUFFER_PER_SUBSCRIPTION = 64
 BUFFER_LIMIT = 2048
@@ -85,6 +96,7 @@ class Dispatcher:
         busy_rate: float = 25.0,
     ) -> None:
         self._db = db
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._timeout = float(config.get("webhooks.timeout_seconds"))
         self._backoff_seconds = float(config.get("webhooks.backoff_seconds"))
         self._backoff_factor = float(config.get("webhooks.backoff_factor"))
@@ -148,6 +160,11 @@ class Dispatcher:
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._writer), timeout=grace)
+        try:  # what this process loaded but did not send goes back to the other replicas at once
+            async with self._db.transaction() as tx:
+                await store.release_leases(tx, self._owner)
+        except Exception:
+            log.warning("could not release webhook delivery leases; they expire in %.0f s", LEASE_SECONDS)
         await asyncio.gather(*(t.aclose() for t in self._transports.values()), return_exceptions=True)
 
     async def _forward_wakeups(self) -> None:
@@ -210,7 +227,13 @@ class Dispatcher:
             # subscriptions with half a buffer left need nothing now; skipping them keeps a refill (one per
             # commit that wrote events, e.g. each ingest) cheap while a large backlog drains
             stocked = [sub for sub, queue in self._buffer.items() if len(queue) >= BUFFER_PER_SUBSCRIPTION // 2]
-            rows = await store.due_deliveries(self._db, now_iso(), quota, room + len(self._known), stocked)
+            now = time.time()
+            async with self._db.transaction() as tx:
+                rows = await store.claim_due_deliveries(
+                    tx, self._owner, _iso_at(now), _iso_at(now + LEASE_SECONDS), quota, room + len(self._known),
+                    stocked,
+                )
+                await store.renew_leases(tx, self._owner, sorted(self._known), _iso_at(now + LEASE_SECONDS))
             loaded: collections.Counter[str] = collections.Counter()
             for row in rows:
                 loaded[row["subscription_id"]] += 1
