@@ -50,9 +50,9 @@ from tms.config import Config
 from tms.db import database_for
 from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
+from tms.services import accounts, retention
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
-from tms.services import retention
 from tms.services.tokens import LastUsedTracker
 from tms.store import users as user_store
 from tms.store.sessions import SQLiteSessionStore
@@ -194,6 +194,7 @@ async def _offer_setup(app: Litestar) -> None:
         state.setup_token = None
         return
     config = state.config
+    await accounts.remember_setup_link(state.db, state.setup_token)
     print(f"tms: first run: no user yet. Open {config.base_url}/setup?token={state.setup_token} "
           "to create your team and admin account (link valid until a user exists).", flush=True)
 

@@ -35,7 +35,8 @@ Dialect = Literal["sqlite", "postgres"]
 
 # names passed to Transaction.signal / Database.epoch
 AUTH_SIGNAL = "auth"  # a token was revoked or a tenant suspended: drop verified-token caches
-OUTBOX_SIGNAL = "outbox"  # events were written: wake the webhook dispatchers
+OUTBOX_SIGNAL = "outbox"  # events were written or subscriptions changed: wake the webhook dispatchers
+AI_QUOTA_SIGNAL = "ai_quota"  # AI generations were reserved or released: drop cached month counts
 
 
 class Transaction(Protocol):
@@ -49,6 +50,11 @@ class Transaction(Protocol):
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
         """Runs one statement per parameter set, in one round trip where the driver allows."""
+        ...
+
+    async def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Appends rows to ``table`` by the backend's bulk path: one executemany on SQLite, COPY on
+        PostgreSQL (several times faster than row-by-row INSERTs there). No upsert: plain inserts only."""
         ...
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]: ...
@@ -122,6 +128,7 @@ async def opened(config: Config, *, readers: int | None = 1) -> AsyncIterator[Da
 
 
 __all__ = [
+    "AI_QUOTA_SIGNAL",
     "AUTH_SIGNAL",
     "OUTBOX_SIGNAL",
     "Database",

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -119,6 +119,11 @@ class PostgresTransaction(_Statements):
         if batch:
             await self._conn.executemany(text, batch)
         return len(batch)
+
+    async def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        records = list(rows)
+        if records:
+            await self._conn.copy_records_to_table(table, columns=list(columns), records=records)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if callback not in self._after_commit:

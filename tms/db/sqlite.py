@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,11 @@ class SqliteTransaction:
         count = cursor.rowcount
         await cursor.close()
         return count
+
+    async def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        await self.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+        )
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         return list(await self._conn.execute_fetchall(sql, params))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -11,6 +12,7 @@ from tms.db import Database, Row
 from tms.ids import new_id, now_iso
 from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput
+from tms.store import settings as settings_store
 from tms.store import tenants as tenant_store
 from tms.store import users as user_store
 
@@ -110,3 +112,16 @@ async def authenticate_user(db: Database, email: str, password: str) -> Row | No
     async with db.transaction() as tx:
         await user_store.record_login(tx, user["id"], now_iso(), new_hash)
     return user
+
+
+def _setup_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def remember_setup_link(db: Database, token: str) -> None:
+    """Stores a first-run link's hash: behind a load balancer it may reach another replica."""
+    await settings_store.add_setup_token(db, _setup_digest(token), now_iso())
+
+
+async def setup_link_known(db: Database, token: str) -> bool:
+    return await settings_store.setup_token_known(db, _setup_digest(token))

@@ -19,7 +19,7 @@ from tms.ai.parse import MAX_TITLE, MalformedAnswer, parse_answer
 from tms.ai.prompt import build_messages
 from tms.ai.provider import Provider, ProviderError, provider_from_config
 from tms.config import Config
-from tms.db import Database
+from tms.db import AI_QUOTA_SIGNAL, Database
 from tms.ids import iso, new_id
 from tms.models.cases import BddContent, Case, CaseCreate, Layer, Priority
 from tms.services import ai_quota, audit
@@ -164,6 +164,7 @@ async def generate(
     quota = int(config.get("ai.monthly_quota"))
     async with db.transaction() as tx:
         tx.after_commit(lambda: ai_quota.forget_counts(tenant_id))
+        await tx.signal(AI_QUOTA_SIGNAL)
         used = await ai_quota.generations_this_month(tx, tenant_id, now=moment)
         if used >= quota:
             status = ai_quota.QuotaStatus(used, quota, ai_quota.current_month(moment),
@@ -186,6 +187,7 @@ async def generate(
         # a failed (or cancelled) call is not a generation: give the quota slot back
         async with db.transaction() as tx:
             tx.after_commit(lambda: ai_quota.forget_counts(tenant_id))
+            await tx.signal(AI_QUOTA_SIGNAL)
             await ai_store.delete_generation(tx, tenant_id, generation_id)
         raise
 

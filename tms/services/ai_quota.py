@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tms.config import Config
-from tms.db import Database, Transaction
+from tms.db import AI_QUOTA_SIGNAL, Database, Transaction
 from tms.store import ai as ai_store
 
 
@@ -35,25 +35,27 @@ async def generations_this_month(
 class _MonthCounts:
     """This month's generation count per tenant, for /api/v1/me: a CI job polling /me costs no query.
 
-    Generations are reserved and released only by this process (tms.services.ai), which calls
-    ``forget`` after each commit, so the cache is exact for them; the TTL bounds rows written
+    Generations are reserved and released only by tms.services.ai, which calls ``forget`` after each
+    commit and signals ``AI_QUOTA_SIGNAL``: an entry is only trusted while the database's epoch for it
+    is unchanged, so a reservation made by another replica shows at once; the TTL bounds rows written
     behind the service's back.
     """
 
     TTL_SECONDS = 5.0
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], tuple[int, float]] = {}
+        self._entries: dict[tuple[str, str], tuple[int, float, int]] = {}
 
     async def get(self, db: Database, tenant_id: str, month: str) -> int:
         key = (tenant_id, month)
         entry = self._entries.get(key)
-        if entry is not None and entry[1] > time.monotonic():
+        epoch = db.epoch(AI_QUOTA_SIGNAL)
+        if entry is not None and entry[1] > time.monotonic() and entry[2] == epoch:
             return entry[0]
         count = await generations_this_month(db, tenant_id, month)
         if len(self._entries) > 10_000:
             self._entries.clear()
-        self._entries[key] = (count, time.monotonic() + self.TTL_SECONDS)
+        self._entries[key] = (count, time.monotonic() + self.TTL_SECONDS, epoch)
         return count
 
     def forget(self, tenant_id: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from tms.db import Database, Transaction
+from tms.db import OUTBOX_SIGNAL, Database, Transaction
 from tms.ids import new_ids, now_iso
 from tms.store import outbox
 
@@ -51,5 +51,5 @@ async def emit_many(
         for event_id, data in zip(new_ids(len(items)), items, strict=True)
     ]
     await outbox.insert_events(tx, rows)
-    tx.after_commit(db.outbox_wakeup.set)
+    await tx.signal(OUTBOX_SIGNAL)  # every replica's dispatcher, once the events are committed
     return [row[0] for row in rows]

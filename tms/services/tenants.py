@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tms.db import Database
+from tms.db import AUTH_SIGNAL, Database
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.tokens import bump_auth_epoch
 from tms.store import tenants as tenant_store
@@ -15,5 +15,6 @@ async def set_status(db: Database, tenant_id: str, status: str) -> None:
         raise InvalidInput(f"status must be one of {', '.join(TENANT_STATUSES)}", field="status")
     async with db.transaction() as tx:
         tx.after_commit(lambda: bump_auth_epoch(db))
+        await tx.signal(AUTH_SIGNAL)
         if not await tenant_store.set_tenant_status(tx, tenant_id, status):
             raise NotFound(f"unknown tenant {tenant_id}", field="tenant")

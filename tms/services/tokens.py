@@ -15,7 +15,7 @@ import string
 import time
 from dataclasses import dataclass
 
-from tms.db import Database, Row
+from tms.db import AUTH_SIGNAL, Database, Row
 from tms.ids import new_id, now_iso
 from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
@@ -119,15 +119,18 @@ class LastUsedTracker:
 
 
 AUTH_EPOCH_FILE = "auth-epoch"
-Epoch = tuple[int, int]
+Epoch = tuple[int, int, int]
 
 
 def _auth_epoch(db: Database) -> Epoch:
+    """Changes when any process revokes access: the data dir's file (`tms admin` on the same SQLite
+    file) or the database's signal (another replica on PostgreSQL)."""
+    signalled = db.epoch(AUTH_SIGNAL)
     try:
         stat = os.stat(db.data_dir / AUTH_EPOCH_FILE)
     except FileNotFoundError:
-        return (0, 0)
-    return (stat.st_ino, stat.st_mtime_ns)
+        return (0, 0, signalled)
+    return (stat.st_ino, stat.st_mtime_ns, signalled)
 
 
 def bump_auth_epoch(db: Database) -> None:
@@ -208,6 +211,7 @@ async def list_tokens(db: Database, tenant_id: str) -> list[Row]:
 async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
     async with db.transaction() as tx:
         tx.after_commit(lambda: bump_auth_epoch(db))
+        await tx.signal(AUTH_SIGNAL)
         revoked = await token_store.revoke_token(tx, tenant_id, token_id, now_iso())
         if not revoked and not await token_store.token_exists(tx, tenant_id, token_id):
             raise NotFound("token not found")

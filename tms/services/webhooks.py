@@ -2,7 +2,7 @@
 
 Every function takes ``(db, config, tenant_id, ...)`` so the JSON API and the HTML pages share
 them. Deliveries themselves are made by ``tms.webhooks.dispatcher``; these functions only write
-rows and wake it (``db.outbox_wakeup``) after the commit.
+rows and wake it (``OUTBOX_SIGNAL``, on every replica) after the commit.
 
 Decisions where the spec is silent:
 
@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from tms.config import Config
-from tms.db import Database, Row
+from tms.db import OUTBOX_SIGNAL, Database, Row
 from tms.ids import new_id, now_iso
 from tms.models.webhooks import (
     FORMATS,
@@ -171,7 +171,7 @@ async def update_subscription(
         if not await store.update_subscription(tx, tenant_id, subscription_id, changes, now_iso()):
             raise NotFound(f"webhook subscription {subscription_id} not found")
         # the dispatcher caches URL, secret and state of subscriptions with queued work: refresh it
-        tx.after_commit(db.outbox_wakeup.set)
+        await tx.signal(OUTBOX_SIGNAL)
         row = await store.get_subscription(tx, tenant_id, subscription_id)
         assert before is not None and row is not None
         diff = audit.changes_between(before, row, [f for f in ("url", "events", "active") if f in changes])
@@ -187,7 +187,7 @@ async def delete_subscription(db: Database, config: Config, tenant_id: str, subs
     async with db.transaction() as tx:
         if not await store.delete_subscription(tx, tenant_id, subscription_id):
             raise NotFound(f"webhook subscription {subscription_id} not found")
-        tx.after_commit(db.outbox_wakeup.set)
+        await tx.signal(OUTBOX_SIGNAL)
         await audit.record(tx, tenant_id, "webhook.deleted", "webhook", subscription_id)
 
 
@@ -244,7 +244,7 @@ async def redeliver(
         if not subscription["active"]:
             raise Conflict("the subscription is inactive; activate it before redelivering")
         await store.restart_delivery(tx, delivery_id, now_iso())
-        tx.after_commit(db.outbox_wakeup.set)
+        await tx.signal(OUTBOX_SIGNAL)
     return await get_delivery(db, config, tenant_id, subscription_id, delivery_id)
 
 
@@ -275,7 +275,7 @@ async def ping(db: Database, config: Config, tenant_id: str, subscription_id: st
             delivery_body=delivery_body,
             at=at,
         )
-        tx.after_commit(db.outbox_wakeup.set)
+        await tx.signal(OUTBOX_SIGNAL)
     return await get_delivery(db, config, tenant_id, subscription_id, delivery_id)
 
 

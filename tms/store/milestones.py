@@ -10,10 +10,9 @@ from tms.store.paging import equality_filters, page_in_creation_order
 
 COLUMNS = "id, project_id, name, description, due_on, status, completed_at, created_at, updated_at"
 # the sums of the run summaries (test_runs.results_*), never an aggregate over results
-_TOTALS = (
-    "COUNT(*) AS runs_count, TOTAL(results_total) AS total, TOTAL(results_passed) AS passed, "
-    "TOTAL(results_failed) AS failed, TOTAL(results_broken) AS broken, TOTAL(results_skipped) AS skipped, "
-    "TOTAL(results_unknown) AS unknown"
+_TOTALS = "COUNT(*) AS runs_count, " + ", ".join(
+    f"COALESCE(SUM(results_{name}), 0) AS {name}"
+    for name in ("total", "passed", "failed", "broken", "skipped", "unknown")
 )
 
 

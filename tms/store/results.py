@@ -89,10 +89,6 @@ _UPSERT = (
     + ", ".join(f"{c} = excluded.{c}" for c in (*LINKED_COLUMNS, "case_version")
                 if c not in ("id", "tenant_id", "run_id", "test_case_id", "created_at"))
 )
-_INSERT_UNLINKED = (
-    f"INSERT INTO unlinked_test_results ({', '.join(UNLINKED_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(UNLINKED_COLUMNS))})"
-)
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
     "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint"
@@ -110,7 +106,7 @@ async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
 
 
 async def insert_unlinked(tx: Transaction, rows: list[UnlinkedRow]) -> None:
-    await tx.executemany(_INSERT_UNLINKED, _parameters(rows))
+    await tx.insert_rows("unlinked_test_results", UNLINKED_COLUMNS, _parameters(rows))
     await shift_unlinked_counts(tx, Counter((row.tenant_id, row.project_id) for row in rows))
 
 

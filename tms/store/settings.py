@@ -27,3 +27,16 @@ async def claim_job_run(tx: Transaction, job: str, now: str, not_before: str) ->
         (key, now),
     )
     return True
+
+
+async def add_setup_token(db: Database, digest: str, at: str) -> None:
+    """Remembers a first-run setup link (its SHA-256 only), so any replica can accept it."""
+    async with db.transaction() as tx:
+        await tx.execute(
+            "INSERT INTO instance_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+            (f"setup_token:{digest}", at),
+        )
+
+
+async def setup_token_known(db: Database, digest: str) -> bool:
+    return bool(await db.fetch_value("SELECT 1 FROM instance_settings WHERE key = ?", (f"setup_token:{digest}",)))

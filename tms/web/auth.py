@@ -64,9 +64,14 @@ async def logout(request: Request[Any, Any, Any]) -> Redirect:
     return Redirect("/login", status_code=303)
 
 
-def _setup_token_ok(request: Request[Any, Any, Any], token: str | None) -> bool:
+async def _setup_token_ok(request: Request[Any, Any, Any], token: str | None) -> bool:
+    """This replica's first-run link, or one another replica printed (known by its hash)."""
+    if not token:
+        return False
     expected = request.app.state.setup_token
-    return bool(expected and token and hmac.compare_digest(expected, token))
+    if expected and hmac.compare_digest(expected, token):
+        return True
+    return await accounts.setup_link_known(request.app.state.db, token)
 
 
 @get("/setup", include_in_schema=False)
@@ -74,7 +79,7 @@ async def setup_page(request: Request[Any, Any, Any], token: str | None = None) 
     if await users_exist(request):
         return Redirect("/login")
     return Template(
-        "setup.html", context={"token_ok": _setup_token_ok(request, token), "token": token, "form": {},
+        "setup.html", context={"token_ok": await _setup_token_ok(request, token), "token": token, "form": {},
                                "errors": {}}
     )
 
@@ -85,7 +90,7 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
         return Redirect("/login", status_code=303)
     form = await request.form()
     token = str(form.get("token", ""))
-    if not _setup_token_ok(request, token):
+    if not await _setup_token_ok(request, token):
         return Template("setup.html", context={"token_ok": False, "form": {}, "errors": {}}, status_code=403)
     values = {key: str(form.get(key, "")) for key in ("tenant_name", "email", "password")}
     try:

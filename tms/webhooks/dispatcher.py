@@ -12,9 +12,10 @@ All state that matters lives in the database, so a crash loses nothing:
 Replicas (PostgreSQL): a dispatcher leases the deliveries it loads (``lease_owner``, ``lease_until``)
 in the same short transaction, renews the leases of what it still holds at each refill, and hands
 them back when it stops; another replica skips leased deliveries until the lease expires, so none is
-sent twice while every replica is healthy, and a killed replica's work is taken over after
-``LEASE_SECONDS``. Events reach every replica's dispatcher through ``db.outbox_wakeup`` (a database
-signal), and fan-out is one write transaction at a time, so an event is fanned out exactly once.
+sent twice while every replica is healthy, and a killed replica's work is taken over once its lease
+runs out (``LEASE_MIN_SECONDS`` or three attempt timeouts). Events reach every replica's dispatcher
+through ``db.outbox_wakeup`` (a database signal), and fan-out is one write transaction at a time, so
+an event is fanned out exactly once.
 
 In memory there is only a buffer of due deliveries (loaded in batches with their bodies, plus the
 URL, secret and state of their subscriptions, refreshed whenever a subscription changes) and the
@@ -61,7 +62,9 @@ from tms.webhooks.safety import GuardedTransport, make_ssl_context, make_transpo
 log = logging.getLogger(__name__)
 
 IDLE_RESCAN_SECONDS = 2.0
-LEASE_SECONDS = 60.0  # renewed at each refill (at most IDLE_RESCAN_SECONDS apart while work is held)
+# A lease outlives a few attempts' timeouts and is renewed at each refill (at most IDLE_RESCAN_SECONDS
+# apart while work is held), so only a dead replica loses its leases: after LEASE_MIN_SECONDS or more.
+LEASE_MIN_SECONDS = 10.0
 FANOUT_BATCH = 100  # events per fan-out transaction: short holds of the write lock
 BUFFER_PER_SUBSCRIPTION = 64
 BUFFER_LIMIT = 2048
@@ -98,6 +101,7 @@ class Dispatcher:
         self._db = db
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._timeout = float(config.get("webhooks.timeout_seconds"))
+        self._lease_seconds = max(LEASE_MIN_SECONDS, 3 * self._timeout + IDLE_RESCAN_SECONDS)
         self._backoff_seconds = float(config.get("webhooks.backoff_seconds"))
         self._backoff_factor = float(config.get("webhooks.backoff_factor"))
         self._max_retries = int(config.get("webhooks.max_retries"))
@@ -164,7 +168,7 @@ class Dispatcher:
             async with self._db.transaction() as tx:
                 await store.release_leases(tx, self._owner)
         except Exception:
-            log.warning("could not release webhook delivery leases; they expire in %.0f s", LEASE_SECONDS)
+            log.warning("could not release webhook delivery leases; they expire in %.0f s", self._lease_seconds)
         await asyncio.gather(*(t.aclose() for t in self._transports.values()), return_exceptions=True)
 
     async def _forward_wakeups(self) -> None:
@@ -230,10 +234,10 @@ class Dispatcher:
             now = time.time()
             async with self._db.transaction() as tx:
                 rows = await store.claim_due_deliveries(
-                    tx, self._owner, _iso_at(now), _iso_at(now + LEASE_SECONDS), quota, room + len(self._known),
+                    tx, self._owner, _iso_at(now), _iso_at(now + self._lease_seconds), quota, room + len(self._known),
                     stocked,
                 )
-                await store.renew_leases(tx, self._owner, sorted(self._known), _iso_at(now + LEASE_SECONDS))
+                await store.renew_leases(tx, self._owner, sorted(self._known), _iso_at(now + self._lease_seconds))
             loaded: collections.Counter[str] = collections.Counter()
             for row in rows:
                 loaded[row["subscription_id"]] += 1

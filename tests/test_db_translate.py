@@ -1,0 +1,51 @@
+"""The SQLite-to-PostgreSQL spelling rewrite (tms.db.translate): each rule, and what it must not touch."""
+
+from __future__ import annotations
+
+import pytest
+
+from tms.db.translate import to_postgres
+
+
+@pytest.mark.parametrize(
+    ("sqlite", "postgres"),
+    [
+        ("SELECT a FROM t WHERE b = ? AND c = ?", "SELECT a FROM t WHERE b = $1 AND c = $2"),
+        ("INSERT INTO t VALUES (?1, ?2, ?1)", "INSERT INTO t VALUES ($1, $2, $1)"),
+        ("INSERT OR IGNORE INTO t (a) VALUES (?)", "INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING"),
+        ("INSERT OR IGNORE INTO t (a) VALUES (?) RETURNING a",
+         "INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING RETURNING a"),
+        ("SELECT id FROM t WHERE id IN (SELECT value FROM json_each(?))",
+         "SELECT id FROM t WHERE id IN (SELECT value FROM json_array_elements_text(CAST($1 AS json)))"),
+        ("SELECT id FROM t WHERE +tenant_id = ? AND a + 1 > 2", "SELECT id FROM t WHERE tenant_id = $1 AND a + 1 > 2"),
+        ("SELECT 1 FROM t WHERE env IS ? AND x IS NOT ? AND y IS NULL",
+         "SELECT 1 FROM t WHERE env IS NOT DISTINCT FROM $1 AND x IS DISTINCT FROM $2 AND y IS NULL"),
+        ("SELECT a FROM t ORDER BY t.title COLLATE NOCASE", "SELECT a FROM t ORDER BY lower(t.title)"),
+        ("SELECT IFNULL(a, 0), json_array(a, b) FROM t WHERE n LIKE ?",
+         "SELECT COALESCE(a, 0), json_build_array(a, b) FROM t WHERE n ILIKE $1"),
+        ("SELECT CAST(a AS REAL) FROM t LIMIT -1", "SELECT CAST(a AS double precision) FROM t LIMIT ALL"),
+    ],
+)
+def test_each_rule(sqlite: str, postgres: str) -> None:
+    assert to_postgres(sqlite) == (postgres, None)
+
+
+def test_named_parameters_keep_one_number_per_name() -> None:
+    text, names = to_postgres("SELECT 1 FROM t WHERE a = :tenant AND b = :run OR c = :tenant")
+    assert text == "SELECT 1 FROM t WHERE a = $1 AND b = $2 OR c = $1"
+    assert names == ("tenant", "run")
+
+
+def test_string_literals_quoted_names_and_casts_are_left_alone() -> None:
+    text, names = to_postgres(
+        "SELECT 'a ? b :c LIKE d', \"x?\" FROM t WHERE v::json IS NOT NULL AND w = 'it''s ?' AND z = ?"
+    )
+    assert text == (
+        "SELECT 'a ? b :c LIKE d', \"x?\" FROM t WHERE v::json IS NOT NULL AND w = 'it''s ?' AND z = $1"
+    )
+    assert names is None
+
+
+def test_mixing_positional_and_named_parameters_is_refused() -> None:
+    with pytest.raises(ValueError, match="mixes"):
+        to_postgres("SELECT 1 FROM t WHERE a = ? AND b = :b")
