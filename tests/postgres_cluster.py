@@ -33,7 +33,7 @@ def selected() -> bool:
     return os.environ.get("TMS_TEST_DATABASE", "sqlite") == "postgres"
 
 
-def _bin(name: str) -> str:
+def binary(name: str) -> str:
     for directory in BIN_DIRS:
         if (directory / name).exists():
             return str(directory / name)
@@ -71,12 +71,12 @@ class Cluster:
         if self._as_postgres:
             shutil.chown(self.directory, "postgres")
         data = self.directory / "data"
-        self._run(_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "tms", "-E", "UTF8", "--no-sync",
+        self._run(binary("initdb"), "-D", str(data), "-A", "trust", "-U", "tms", "-E", "UTF8", "--no-sync",
                   "--no-instructions")
         options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
                    "-c shared_buffers=128MB")
-        self._run(_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.directory / "log"), "-w", "start")
+        self._run(binary("pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.directory / "log"), "-w", "start")
         atexit.register(self.stop)
         return self
 
@@ -84,7 +84,7 @@ class Cluster:
         data = self.directory / "data"
         if data.exists():
             with contextlib.suppress(subprocess.CalledProcessError):
-                self._run(_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+                self._run(binary("pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:
@@ -152,6 +152,10 @@ class Connection:
                 await conn.close()
 
         return _Cursor(run_sync(run))
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        for params in rows:
+            self.execute(sql, params)
 
     def commit(self) -> None:
         """Each statement commits on its own."""

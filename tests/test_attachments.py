@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
 
 # ---------------------------------------------------------------- minimal real files of each type
@@ -415,7 +416,8 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     directory = attachments_dir(tenant.server)
 
     with connect_db(tenant.server.db_path) as conn:
-        conn.execute("PRAGMA foreign_keys = ON")
+        if not postgres_cluster.selected():  # PostgreSQL always enforces foreign keys
+            conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM test_runs WHERE id = (SELECT run_id FROM test_results WHERE id = ?)", (gone_id,))
     conn.close()
     stray_old = directory / ("0" * 32)

@@ -49,3 +49,19 @@ def test_string_literals_quoted_names_and_casts_are_left_alone() -> None:
 def test_mixing_positional_and_named_parameters_is_refused() -> None:
     with pytest.raises(ValueError, match="mixes"):
         to_postgres("SELECT 1 FROM t WHERE a = ? AND b = :b")
+
+
+def test_subqueries_in_from_get_an_alias_unless_they_have_one() -> None:
+    text, _ = to_postgres(
+        "SELECT * FROM (SELECT a FROM t LIMIT ?) UNION ALL SELECT * FROM (SELECT ')' FROM u) AS named "
+        "UNION ALL SELECT x FROM (SELECT x FROM v) ORDER BY 1"
+    )
+    assert text == (
+        "SELECT * FROM (SELECT a FROM t LIMIT $1) AS _q2 UNION ALL SELECT * FROM (SELECT ')' FROM u) AS named "
+        "UNION ALL SELECT x FROM (SELECT x FROM v) AS _q1 ORDER BY 1"
+    )
+
+
+def test_json_paths_and_two_argument_min_max() -> None:
+    text, _ = to_postgres("SELECT json_extract(t.value, '$.key'), MIN(a, b), MAX(c), MIN(d) FROM t")
+    assert text == "SELECT (CAST(t.value AS json) ->> 'key'), LEAST(a, b), MAX(c), MIN(d) FROM t"

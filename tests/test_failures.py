@@ -439,10 +439,11 @@ def audit_entries(server: ServerProcess, tenant_id: str, entity_type: str, code:
                   ) -> list[dict[str, Any]]:
     with connect_db(server.db_path) as conn:
         conn.row_factory = sqlite3.Row
+        of_case = "" if code is None else (
+            " AND entity_id = (SELECT id FROM test_cases WHERE tenant_id = ? AND code = ?)")
         rows = conn.execute(
-            "SELECT action, entity_id, changes FROM audit_log WHERE tenant_id = ? AND entity_type = ? "
-            "AND (? IS NULL OR entity_id = (SELECT id FROM test_cases WHERE tenant_id = ? AND code = ?)) "
-            "ORDER BY rowid", (tenant_id, entity_type, code, tenant_id, code)).fetchall()
+            f"SELECT action, entity_id, changes FROM audit_log WHERE tenant_id = ? AND entity_type = ?{of_case} "
+            "ORDER BY rowid", (tenant_id, entity_type) + (() if code is None else (tenant_id, code))).fetchall()
     return [dict(row) for row in rows]
 
 

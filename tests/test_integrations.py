@@ -90,9 +90,10 @@ def deliver(server: ServerProcess, integration_id: str, kind: str, secret: str |
 def outbox(server: ServerProcess, tenant_id: str, event: str | None = None) -> list[dict[str, Any]]:
     """Envelopes written to the events outbox for the tenant, oldest first."""
     with connect_db(server.db_path) as conn:
+        only = "" if event is None else " AND event = ?"
         rows = conn.execute(
-            "SELECT body FROM events WHERE tenant_id = ? AND (? IS NULL OR event = ?) ORDER BY rowid",
-            (tenant_id, event, event),
+            f"SELECT body FROM events WHERE tenant_id = ?{only} ORDER BY rowid",
+            (tenant_id,) if event is None else (tenant_id, event),
         ).fetchall()
     return [json.loads(body) for (body,) in rows]
 

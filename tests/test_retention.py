@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
 from tests.test_cases import new_case
 from tests.test_ingest import ingest, results_of
+from tms.ids import iso
 
 
 def report(tenant: Tenant, unlinked: int, linked: list[str] = ()) -> str:  # type: ignore[assignment]
@@ -23,9 +25,9 @@ def age_unlinked_rows(tenant: Tenant, run_id: str, days: int, count: int | None 
     """Moves the creation time of (some of) a run's unlinked rows into the past, as time would."""
     with connect_db(tenant.server.db_path) as conn:
         conn.execute(
-            "UPDATE unlinked_test_results SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) "
+            "UPDATE unlinked_test_results SET created_at = ? "
             "WHERE rowid IN (SELECT rowid FROM unlinked_test_results WHERE run_id = ? ORDER BY rowid LIMIT ?)",
-            (f"-{days} days", run_id, -1 if count is None else count),
+            (iso(datetime.now(UTC) - timedelta(days=days)), run_id, 10**9 if count is None else count),
         )
 
 

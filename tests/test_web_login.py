@@ -205,7 +205,7 @@ def test_one_client_failing_on_many_accounts_is_throttled_for_all(tenant: Tenant
 
 
 def test_admin_unlock_user_lifts_the_throttle_and_it_survives_a_restart(start_server: Any, tmp_path: Any) -> None:
-    from tests.conftest import make_tenant_on
+    from tests.conftest import make_tenant_on, storage_env
     from tests.test_config_cli import tms
 
     server = start_server()
@@ -217,7 +217,7 @@ def test_admin_unlock_user_lifts_the_throttle_and_it_survives_a_restart(start_se
     server.start()  # kept in the database: a restart does not reset it
     assert _login(client, tenant.email, tenant.password).status_code == 429
     result = tms("admin", "unlock-user", "--email", tenant.email.upper(), cwd=tmp_path,
-                 env={"TMS_STORAGE_DATA_DIR": str(server.data_dir)})
+                 env=storage_env(server.data_dir))
     assert result.returncode == 0, result.stderr
     assert "5 failed attempts forgotten" in result.stdout
     assert _login(client, tenant.email, tenant.password).status_code == 303

@@ -11,6 +11,9 @@ written twice in the store module, side by side, and chosen by ``dialect``. What
 * ``a IS ?`` / ``a IS NOT ?`` become ``IS [NOT] DISTINCT FROM``;
 * ``json_array``/``json_object`` become ``json_build_array``/``json_build_object`` (the baseline
   migration gives PostgreSQL SQLite's ``json_group_array`` and ``SUM(boolean)`` under their names);
+* ``json_extract(x, '$.key')`` becomes ``(CAST(x AS json) ->> 'key')``; two-argument (scalar)
+  ``MIN``/``MAX`` become ``LEAST``/``GREATEST``;
+* a subquery in FROM without an alias gets one (PostgreSQL before 16 requires it);
 * ``x COLLATE NOCASE`` becomes ``lower(x)``, ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores case),
   ``IFNULL`` becomes ``COALESCE``, ``CAST(… AS REAL)`` a double, ``LIMIT -1`` ``LIMIT ALL``.
 
@@ -37,6 +40,12 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bAS\s+REAL\)", re.I), "AS double precision)"),
     (re.compile(r"\bLIMIT\s+-1\b", re.I), "LIMIT ALL"),
 )
+_JSON_EXTRACT = re.compile(r"\bjson_extract\(\s*([\w.]+)\s*,\s*'\$\.(\w+)'\s*\)", re.I)
+_SCALAR_MIN_MAX = re.compile(r"\b(MIN|MAX)\(([^(),]+),([^(),]+)\)", re.I)
+_NOT_AN_ALIAS = frozenset({
+    "union", "all", "where", "order", "group", "limit", "offset", "join", "on", "left", "right", "inner",
+    "outer", "cross", "full", "window", "having", "except", "intersect", "returning", "for",
+})
 _INSERT_OR_IGNORE = re.compile(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
 _RETURNING = re.compile(r"\bRETURNING\b", re.I)
 
@@ -44,7 +53,8 @@ _RETURNING = re.compile(r"\bRETURNING\b", re.I)
 @functools.lru_cache(maxsize=4096)
 def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
     """The PostgreSQL text of ``sql`` and, for ``:name`` parameters, the names in ``$n`` order."""
-    parts = _SEGMENTS.split(sql)
+    # json_extract names its path in a literal, so it is rewritten before literals are set aside
+    parts = _SEGMENTS.split(_JSON_EXTRACT.sub(r"(CAST(\1 AS json) ->> '\2')", sql))
     ignore = False
     for index in range(0, len(parts), 2):  # even parts are code, odd ones literals
         code = parts[index]
@@ -53,6 +63,7 @@ def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
             code = _INSERT_OR_IGNORE.sub("INSERT INTO", code)
         for pattern, replacement in _REWRITES:
             code = pattern.sub(replacement, code)
+        code = _SCALAR_MIN_MAX.sub(lambda m: f"{'LEAST' if m[1].upper() == 'MIN' else 'GREATEST'}({m[2]},{m[3]})", code)
         parts[index] = code
     names: list[str] = []
     positional = 0
@@ -72,7 +83,7 @@ def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
 
     for index in range(0, len(parts), 2):
         parts[index] = _PARAM.sub(number, parts[index])
-    text = "".join(parts).strip().rstrip(";")
+    text = _alias_subqueries("".join(parts).strip().rstrip(";"))
     if ignore:
         returning = _RETURNING.search(text)
         if returning:
@@ -82,3 +93,41 @@ def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
     if names and positional:
         raise ValueError(f"mixes ? and :name parameters: {sql}")
     return text, (tuple(names) if names else None)
+
+
+_FROM_SUBQUERY = re.compile(r"\bFROM\s*\(\s*(?:SELECT|WITH|VALUES)\b", re.I)
+
+
+def _alias_subqueries(text: str) -> str:
+    """Gives each ``FROM (subquery)`` without an alias one (``AS _q1`` …)."""
+    closing = _matching_parens(text)
+    inserts: list[int] = []
+    for match in _FROM_SUBQUERY.finditer(text):
+        opening = text.index("(", match.start())
+        end = closing.get(opening)
+        if end is None:
+            continue
+        following = re.match(r"\s*([A-Za-z_]\w*)", text[end + 1:])
+        if following is None or following.group(1).lower() in _NOT_AN_ALIAS:
+            inserts.append(end + 1)
+    for number, position in enumerate(sorted(inserts, reverse=True), start=1):
+        text = f"{text[:position]} AS _q{number}{text[position:]}"
+    return text
+
+
+def _matching_parens(text: str) -> dict[int, int]:
+    """Opening index -> closing index of every parenthesis outside string literals."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    quote: str | None = None
+    for index, char in enumerate(text):
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            stack.append(index)
+        elif char == ")" and stack:
+            pairs[stack.pop()] = index
+    return pairs

@@ -241,7 +241,7 @@ async def add_cases_to_run(
         placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
-    added = await result_store.insert_placeholders(tx, rows)
+    added = await result_store.insert_placeholders(tx, run_id, rows)
     if added:
         await run_store.shift_counts(tx, tenant_id, run_id, (added, 0, 0, 0, 0, added), now)
         await audit.record(tx, tenant_id, "run.cases_added", "run", run_id, {"added": added})

@@ -246,10 +246,18 @@ _INSERT_PLACEHOLDER = (
 )
 
 
-async def insert_placeholders(tx: Transaction, rows: Iterable[LinkedRow]) -> int:
-    """UNKNOWN rows for cases added to a run; a case the run already holds keeps its row (and result).
-    Returns the number of rows inserted."""
-    return await tx.executemany(_INSERT_PLACEHOLDER, _parameters(rows))
+async def insert_placeholders(tx: Transaction, run_id: str, rows: list[LinkedRow]) -> int:
+    """UNKNOWN rows for cases added to run ``run_id``; a case the run already holds keeps its row (and
+    result). Returns the number of rows inserted (counted first: PostgreSQL reports no per-row counts
+    for a batch, and nothing else writes meanwhile)."""
+    if not rows:
+        return 0
+    held = await tx.fetch_value(
+        "SELECT COUNT(*) FROM test_results WHERE run_id = ? AND test_case_id IN (SELECT value FROM json_each(?))",
+        (run_id, json.dumps([row.test_case_id for row in rows])),
+    )
+    await tx.executemany(_INSERT_PLACEHOLDER, _parameters(rows))
+    return len(rows) - int(held)
 
 
 async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Row]:
