@@ -20,8 +20,9 @@ from tms.services import projects as project_service
 from tms.services import sections as section_service
 from tms.services.errors import DomainError, NotFound
 from tms.services.paging import page_offset
+from tms.state import db_of
 from tms.store import case_views
-from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, page_numbers, render, tenant_of
+from tms.web.common import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.web.gherkin_html import error_lines, highlight
 from tms.web.session import page_guard
 

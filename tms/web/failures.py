@@ -17,7 +17,8 @@ from tms.services import projects as project_service
 from tms.services import quarantine as quarantine_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 
 FLAKY_PAGE = 100
 
@@ -197,7 +198,7 @@ async def delete_quarantine(request: AnyRequest, entry_id: str) -> Redirect:
 async def flaky_page(request: AnyRequest, project_id: str | None = None, runs: int | None = None) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     project = await _project(request, project_id)
-    config = request.app.state.config
+    config = config_of(request)
     window = max(2, min(runs or config.get("flaky.runs"), flaky_service.MAX_RUNS))
     tests: list[Any] = []
     total = 0

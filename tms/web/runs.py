@@ -21,10 +21,11 @@ from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
 from tms.services.paging import page_offset
+from tms.state import app_state, db_of
 from tms.store import case_views, run_views
 from tms.store import results as result_store
 from tms.web.cases import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.web.common import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.web.session import page_guard
 
 PAGE_SIZE = 50
@@ -278,7 +279,7 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
 @get("/web/attachments/{attachment_id:str}")
 async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
     """The API's download for a signed-in user: same checks, same defensive headers."""
-    state = request.app.state
+    state = app_state(request)
     try:
         stored = await attachment_service.open_attachment(state.db, tenant_of(request), attachment_id,
                                                           state.config.attachments_dir)

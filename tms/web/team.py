@@ -9,8 +9,9 @@ from litestar.response import Redirect, Template
 from tms.ids import now_iso
 from tms.services import team
 from tms.services.errors import DomainError, NotFound
+from tms.state import config_of, db_of
 from tms.store import users as user_store
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, render, tenant_of, user_of
+from tms.web.common import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import needs_role, page_guard
 
 # a freshly issued link crosses the redirect in the server-side session, shown once by the next GET
@@ -46,7 +47,7 @@ async def invite(request: AnyRequest) -> Template | Redirect:
     form = {"email": single.get("email", ""), "role": single.get("role", "")}
     user = user_of(request)
     try:
-        link = await team.invite(db_of(request), request.app.state.config, user.tenant_id, user.tenant_name,
+        link = await team.invite(db_of(request), config_of(request), user.tenant_id, user.tenant_name,
                                  user.id, form["email"], form["role"])
     except DomainError as exc:
         return await _team_page(request, form=form, errors=_errors_of(exc, "email"), status_code=400)
@@ -96,7 +97,7 @@ async def set_active(request: AnyRequest, user_id: str) -> Redirect:
 @post("/team/{user_id:str}/reset", status_code=303)
 async def issue_reset(request: AnyRequest, user_id: str) -> Redirect:
     try:
-        link = await team.issue_reset(db_of(request), request.app.state.config, tenant_of(request),
+        link = await team.issue_reset(db_of(request), config_of(request), tenant_of(request),
                                       user_of(request).id, user_id)
     except NotFound as exc:
         raise not_found("user") from exc

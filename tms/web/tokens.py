@@ -8,7 +8,8 @@ from litestar.response import Redirect, Template
 from tms.services import audit
 from tms.services import tokens as token_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of, user_of
+from tms.state import db_of
+from tms.web.common import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import needs_role, page_guard
 
 # The new token crosses the redirect in the server-side session and is popped by the next GET,
