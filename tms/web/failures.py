@@ -8,8 +8,8 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
-from tms.models.known_issues import KnownIssueCreate
-from tms.models.quarantine import QuarantineCreate
+from tms.models.known_issues import KnownIssue, KnownIssueCreate, KnownIssueStatus, KnownIssueUpdate
+from tms.models.quarantine import QuarantineCreate, QuarantineEntry
 from tms.services import failures as failure_service
 from tms.services import flaky as flaky_service
 from tms.services import known_issues as known_issue_service
@@ -63,7 +63,7 @@ async def compare_page(request: AnyRequest, run_id: str, base: str | None = None
 async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                              errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
-    issues = []
+    issues: list[KnownIssue] = []
     if project is not None:
         issues, _ = await known_issue_service.list_issues(db, tenant, project_id=project.id, limit=500)
     return render(request, "failures/known_issues.html", status_code=status_code, active_nav="failures",
@@ -109,10 +109,8 @@ async def create_known_issue(request: AnyRequest) -> Template | Redirect:
 
 @post("/known-issues/{issue_id:str}/status", status_code=303)
 async def set_known_issue_status(request: AnyRequest, issue_id: str) -> Redirect:
-    from tms.models.known_issues import KnownIssueUpdate
-
     single, _ = await form_of(request)
-    status = "CLOSED" if single.get("status") == "CLOSED" else "OPEN"
+    status: KnownIssueStatus = "CLOSED" if single.get("status") == "CLOSED" else "OPEN"
     try:
         issue = await known_issue_service.update(db_of(request), tenant_of(request), issue_id,
                                                  KnownIssueUpdate(status=status))
@@ -138,7 +136,7 @@ async def delete_known_issue(request: AnyRequest, issue_id: str) -> Redirect:
 async def _quarantine_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                            errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
-    entries = []
+    entries: list[QuarantineEntry] = []
     if project is not None:
         entries, _ = await quarantine_service.list_entries(db, tenant, project_id=project.id, limit=500)
     return render(request, "failures/quarantine.html", status_code=status_code, active_nav="failures",

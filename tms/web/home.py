@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Router, get
 from litestar.response import Template
 
+from tms.models.projects import Project
 from tms.services import dashboard as dashboard_service
 from tms.services import failures as failure_service
 from tms.services import projects as project_service
@@ -20,6 +21,7 @@ from tms.web.session import page_guard
 async def home(request: AnyRequest, project_id: str | None = None) -> Template:
     """The active project's dashboard; ``?project_id=`` peeks at another project without switching."""
     db, tenant = db_of(request), tenant_of(request)
+    project: Project | None
     if project_id:
         try:
             project = await project_service.get_project(db, tenant, project_id)

@@ -3,6 +3,8 @@ accept an invitation or set a new password; and every user's own Account page.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
@@ -19,10 +21,10 @@ _LINK_KEY = "issued_link"
 
 
 def _errors_of(exc: DomainError, default: str) -> dict[str, str]:
-    return dict(getattr(exc, "errors", None) or {exc.field or default: exc.detail})
+    return dict(exc.fields) if isinstance(exc, team.FormErrors) else {exc.field or default: exc.detail}
 
 
-async def _team_page(request: AnyRequest, *, form: dict | None = None, errors: dict[str, str] | None = None,
+async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
                      status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     issued = request.session.pop(_LINK_KEY, None) if request.method == "GET" else None
@@ -114,7 +116,7 @@ def _renew_session(request: AnyRequest, user_id: str) -> None:
 
 # --- public: accept an invitation, set a new password ------------------------------------------------
 
-async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict | None = None,
+async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     try:
         link = await team.open_link(db_of(request), secret, kind)
@@ -170,8 +172,8 @@ async def reset(request: AnyRequest, secret: str) -> Template | Redirect:
 
 # --- own account ---------------------------------------------------------------------------------------
 
-async def _account_page(request: AnyRequest, *, form: dict | None = None, errors: dict[str, str] | None = None,
-                        status_code: int = 200) -> Template:
+async def _account_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
+                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     user = user_of(request)
     return render(request, "team/account.html", status_code=status_code, active_nav="account",
                   form=form or {"name": user.name}, errors=errors or {})
