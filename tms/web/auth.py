@@ -99,8 +99,9 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
             context={"token_ok": True, "token": token, "form": values, "errors": {exc.field or "name": exc.detail}},
             status_code=400,
         )
-    app_state(request).setup_done = True
-    app_state(request).setup_token = None
+    state = app_state(request)
+    state.setup_done = True
+    state.setup_token = None
     start_session(request, {"user_id": created["user_id"]})
     flash(request, "Your team is ready. Create a project, then an API token for your CI.", "success")
     return Redirect("/", status_code=303)
