@@ -36,7 +36,8 @@ postgres:  ## install Debian's PostgreSQL 15 server binaries for the PostgreSQL 
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-test: install browser postgres  ## install everything and run the whole suite on SQLite, then on PostgreSQL
+test: install browser postgres  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 

@@ -7,11 +7,10 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
-from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -54,6 +53,7 @@ from tms.services import accounts, retention
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
 from tms.services.tokens import LastUsedTracker
+from tms.state import AppState
 from tms.store import users as user_store
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
@@ -189,7 +189,7 @@ def _web_routers() -> list[Any]:
 
 async def _offer_setup(app: Litestar) -> None:
     """On a database without users, prints the one-time link to the setup page (each replica its own)."""
-    state = app.state
+    state = cast(AppState, app.state)
     if state.setup_token is None or await user_store.any_user_exists(state.db):
         state.setup_token = None
         return
@@ -268,16 +268,13 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
 
-    state = State(
-        {
-            "config": config,
-            "db": db,
-            "token_usage": token_usage,
-            "login_throttle": login_throttle,
-            "inflation_slots": inflation_slots(),
-            "setup_token": setup_token,
-            "setup_done": False,
-        }
+    state = AppState.of(
+        config=config,
+        db=db,
+        token_usage=token_usage,
+        login_throttle=login_throttle,
+        inflation_slots=inflation_slots(),
+        setup_token=setup_token,
     )
     return Litestar(
         route_handlers=[
