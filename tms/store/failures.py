@@ -229,10 +229,11 @@ async def top_fingerprints(db: Database, tenant_id: str, project_id: str, since_
                            ) -> list[Row]:
     """The project's most frequent failures since ``since_day`` from the daily roll-up."""
     return await db.fetch_all(
-        "SELECT d.fingerprint, SUM(d.failures) AS failures, f.error_message, f.first_seen_at, f.last_run_id "
+        "SELECT f.fingerprint, SUM(d.failures) AS failures, f.error_message, f.first_seen_at, f.last_run_id "
         "FROM failure_daily d JOIN failure_fingerprints f ON f.tenant_id = d.tenant_id "
         "AND f.project_id = d.project_id AND f.fingerprint = d.fingerprint "
         "WHERE d.tenant_id = ? AND d.project_id = ? AND d.day >= ? "
-        "GROUP BY d.fingerprint ORDER BY failures DESC LIMIT ?",
+        # grouped by f's primary key, so f's other columns are single-valued (PostgreSQL checks that)
+        "GROUP BY f.tenant_id, f.project_id, f.fingerprint ORDER BY failures DESC LIMIT ?",
         (tenant_id, project_id, since_day, limit),
     )
