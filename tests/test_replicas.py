@@ -165,7 +165,7 @@ def test_a_token_revoked_on_one_replica_is_refused_by_the_others_within_a_second
     listed = run_admin(replicas[0].db_path, lambda db: token_service.list_tokens(db, tenant.id))
     reporting = next(row for row in listed if row["name"] == "reporting")
     web = tenant.web()  # signed in on replica 0 (the tenant's server), revoking in its web UI
-    revoked = web.post(f"/tokens/{reporting['id']}/revoke")
+    revoked = web.post(f"/settings/tokens/{reporting['id']}/revoke")
     assert revoked.status_code == 303, revoked.text
     started = time.monotonic()
     for server in replicas[1:]:
