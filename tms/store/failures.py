@@ -188,8 +188,9 @@ async def flaky_linked(db: Database, tenant_id: str, run_ids: list[str]) -> tupl
     plain pass; when a run holds fewer than all candidates, ``absences`` says which.
 
     Read from indexes only: the marks from ``test_results_marks`` (the ~10% of results that are not plain
-    passes), the presence by one probe of the unique (run_id, test_case_id) index per run and candidate;
-    so the cost follows the window's candidates, never the project's history or the passing tests.
+    passes), the presence by one probe of the unique (run_id, test_case_id) index per run and candidate
+    (but for candidates marked in every run); so the cost follows the window's candidates, never the
+    project's history or the passing tests.
     """
     if not run_ids:
         return [], []
@@ -200,12 +201,15 @@ async def flaky_linked(db: Database, tenant_id: str, run_ids: list[str]) -> tupl
         "  AS letter FROM runs AS p CROSS JOIN test_results AS r ON r.run_id = p.id"
         "  WHERE (r.status <> 'PASSED' OR r.passed_on_retry = 1)),"  # the partial index's own condition
         " candidates AS MATERIALIZED ("
-        "  SELECT key, group_concat(pos || letter) AS marks, max(rid) AS rid FROM marks GROUP BY key"
+        "  SELECT key, group_concat(pos || letter) AS marks, max(rid) AS rid, count(*) AS marked FROM marks"
+        "  GROUP BY key"
         "  HAVING sum(CASE WHEN status IN ('FAILED', 'BROKEN') OR passed_on_retry = 1 THEN 1 ELSE 0 END) > 0)"
         " SELECT key, marks, rid, NULL AS pos, NULL AS held FROM candidates"
+        # a candidate with a mark in every run is in every run: only the others are probed
         " UNION ALL SELECT NULL, NULL, NULL, p.pos, (SELECT count(*) FROM test_results AS r"
-        "  WHERE r.run_id = p.id AND r.test_case_id IN (SELECT key FROM candidates)) FROM runs AS p",
-        {"runs": json.dumps(run_ids), "tenant": tenant_id},
+        "  WHERE r.run_id = p.id AND r.test_case_id IN (SELECT key FROM candidates WHERE marked < :count))"
+        "  + (SELECT count(*) FROM candidates WHERE marked = :count) FROM runs AS p",
+        {"runs": json.dumps(run_ids), "tenant": tenant_id, "count": len(run_ids)},
     )
     return [row for row in rows if row["pos"] is None], [row for row in rows if row["pos"] is not None]
 
