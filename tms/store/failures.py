@@ -3,7 +3,9 @@ outcomes for a comparison, the outcomes of the last runs for flaky tests. Tenant
 
 A run's failures are read through the partial indexes on (run_id, fingerprint) of both result tables:
 only failed rows are in them, so a 20,000-result run with 1,600 failures reads 1,600 index entries.
-Bulk outcomes travel as one JSON array built by SQLite (no Python row per result).
+Flaky tests and comparisons read the partial index test_results_marks (linked results that are not a
+plain pass) and probe (run_id, test_case_id) only for the tests they can report; bulk answers travel
+as one JSON array or one short row per test, never one Python row per result.
 """
 
 from __future__ import annotations
