@@ -6,11 +6,13 @@ written twice in the store module, side by side, and chosen by ``dialect``. What
 
 * parameters: ``?``, ``?NNN`` and ``:name`` become ``$1 … $n`` (a repeated ``:name`` keeps its number);
 * ``INSERT OR IGNORE INTO`` becomes ``INSERT INTO … ON CONFLICT DO NOTHING``;
-* ``json_each(x)`` (as a set of values) becomes ``json_array_elements_text(CAST(x AS json))``;
+* ``CROSS JOIN t ON …`` (SQLite's join-order hint) becomes ``JOIN t ON …``;
+* ``group_concat(x[, sep])`` becomes ``string_agg(CAST(x AS text), sep)`` (``','`` by default);
 * SQLite's index hints ``+column`` lose their ``+``;
 * ``a IS ?`` / ``a IS NOT ?`` become ``IS [NOT] DISTINCT FROM``;
 * ``json_array``/``json_object`` become ``json_build_array``/``json_build_object`` (the baseline
-  migration gives PostgreSQL SQLite's ``json_group_array`` and ``SUM(boolean)`` under their names);
+  migration gives PostgreSQL SQLite's ``json_each`` (of an array), ``json_group_array`` and
+  ``SUM(boolean)`` under their names);
 * ``json_extract(x, '$.key')`` becomes ``(CAST(x AS json) ->> 'key')``; two-argument (scalar)
   ``MIN``/``MAX`` become ``LEAST``/``GREATEST``;
 * a subquery in FROM without an alias gets one (PostgreSQL before 16 requires it);
@@ -28,7 +30,7 @@ import re
 _SEGMENTS = re.compile(r"('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\")")
 _PARAM = re.compile(r"\?(\d*)|(?<![:\w]):([A-Za-z_]\w*)")
 _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bjson_each\(\s*([^()]+?)\s*\)", re.I), r"json_array_elements_text(CAST(\1 AS json))"),
+    (re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+AS\s+\w+)?)\s+ON\b", re.I), r"JOIN \1 ON"),
     (re.compile(r"(?<=[\s(,=])\+(?=[A-Za-z_])"), ""),
     (re.compile(r"\bIS\s+NOT\s+(\?|:[A-Za-z_]\w*)", re.I), r"IS DISTINCT FROM \1"),
     (re.compile(r"\bIS\s+(\?|:[A-Za-z_]\w*)", re.I), r"IS NOT DISTINCT FROM \1"),
@@ -83,7 +85,7 @@ def to_postgres(sql: str) -> tuple[str, tuple[str, ...] | None]:
 
     for index in range(0, len(parts), 2):
         parts[index] = _PARAM.sub(number, parts[index])
-    text = _alias_subqueries("".join(parts).strip().rstrip(";"))
+    text = _group_concat(_alias_subqueries("".join(parts).strip().rstrip(";")))
     if ignore:
         returning = _RETURNING.search(text)
         if returning:
@@ -131,3 +133,40 @@ def _matching_parens(text: str) -> dict[int, int]:
         elif char == ")" and stack:
             pairs[stack.pop()] = index
     return pairs
+
+
+_GROUP_CONCAT = re.compile(r"\bgroup_concat\(", re.I)
+
+
+def _group_concat(text: str) -> str:
+    """``group_concat(x[, sep])`` -> ``string_agg(CAST(x AS text), sep)``, innermost last."""
+    matches = list(_GROUP_CONCAT.finditer(text))
+    for match in reversed(matches):
+        closing = _matching_parens(text)
+        opening = match.end() - 1
+        end = closing[opening]
+        arguments = _split_arguments(text[opening + 1:end])
+        separator = arguments[1] if len(arguments) > 1 else "','"
+        text = f"{text[:match.start()]}string_agg(CAST({arguments[0]} AS text), {separator}){text[end + 1:]}"
+    return text
+
+
+def _split_arguments(inner: str) -> list[str]:
+    """Top-level comma-separated arguments (commas inside parentheses or literals do not split)."""
+    arguments, depth, quote, current = [], 0, None, ""
+    for char in inner:
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        current += char
+    arguments.append(current.strip())
+    return arguments

@@ -13,6 +13,10 @@ CREATE AGGREGATE sum(boolean) (SFUNC = tms_bool_add, STYPE = bigint, PARALLEL = 
 -- ... and json_group_array(x) is a JSON array of x ('[]' over no rows, as SQLite; json_agg gives NULL)
 CREATE FUNCTION tms_json_array_final(anycompatiblearray) RETURNS json LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS 'SELECT coalesce(array_to_json($1), ''[]''::json)';
+-- ... json_each(text) is the elements of a JSON array: key (0-based position) and value (as text);
+-- a plain SQL function, so the planner inlines it
+CREATE FUNCTION json_each(doc text) RETURNS TABLE (key bigint, value text) LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS 'SELECT ordinality - 1, value FROM json_array_elements_text(doc::json) WITH ORDINALITY';
 CREATE AGGREGATE json_group_array(anycompatible) (
     SFUNC = array_append, STYPE = anycompatiblearray, FINALFUNC = tms_json_array_final, INITCOND = '{}');
 
