@@ -127,6 +127,8 @@ class ImportRow:
     fields: dict[str, Any]
     section: tuple[str, ...] = ()
     error: str | None = None
+    # the row as a CaseCreate, or what is wrong with it: worked out by the first plan, kept for a second
+    checked: CaseCreate | str | None = None
 
 
 @dataclass
@@ -450,8 +452,27 @@ def _convert(row: ImportRow) -> CaseCreate | str:
     return body
 
 
-async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed) -> Plan:
-    """What the import will do, row by row, without writing anything."""
+def _check_row(row: ImportRow) -> CaseCreate | str:
+    """The row as a CaseCreate, or the message naming what is wrong (Gherkin is checked apart)."""
+    body = _convert(row)
+    if isinstance(body, str):
+        return body
+    try:
+        for name in row.section:
+            clean_name(name)
+    except InvalidInput as exc:
+        return f"section: {exc.detail}"
+    return body
+
+
+async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
+                      checked: dict[str, str | None] | None = None) -> Plan:
+    """What the import will do, row by row, without writing anything.
+
+    ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
+    write transaction, after a first plan outside it, then parses no text a second time.
+    """
+    checked = {} if checked is None else checked
     plan = Plan()
     candidates: list[tuple[ImportRow, CaseCreate]] = []
     seen: dict[str, int] = {}
@@ -459,15 +480,11 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
         if row.error:
             plan.errors.append((row.row, row.error))
             continue
-        body = _convert(row)
+        if row.checked is None:
+            row.checked = _check_row(row)
+        body = row.checked
         if isinstance(body, str):
             plan.errors.append((row.row, body))
-            continue
-        try:
-            for name in row.section:
-                clean_name(name)
-        except InvalidInput as exc:
-            plan.errors.append((row.row, f"section: {exc.detail}"))
             continue
         if body.code is not None:
             if body.code in seen:
@@ -480,8 +497,9 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
     # only texts that differ from the stored case need the parser (a re-import skips most of them)
     to_check = [(row, body) for row, body in candidates
                 if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
-    errors = await _gherkin_errors([body.bdd_content for _, body in to_check])
-    bad = {id(row): error for (row, _), error in zip(to_check, errors, strict=True) if error}
+    unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
+    checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
+    bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
 
     sections = await section_store.list_for_project(db, tenant_id, project_id)
     by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
@@ -564,11 +582,14 @@ async def import_cases(
     await check_project(db, tenant_id, project_id)
     assert project_id is not None
     parsed = await asyncio.to_thread(parse, data, fmt)
+    checked: dict[str, str | None] = {}
+    plan = await plan_import(db, tenant_id, project_id, parsed, checked)
     if dry_run:
-        plan = await plan_import(db, tenant_id, project_id, parsed)
         return _result(plan)
+    # planned again under the write lock (the library may have changed meanwhile), but the slow part,
+    # parsing the Gherkin texts, was done above without holding it
     async with db.transaction() as tx:
-        plan = await plan_import(tx, tenant_id, project_id, parsed)
+        plan = await plan_import(tx, tenant_id, project_id, parsed, checked)
         await _apply(tx, tenant_id, project_id, plan, parsed)
     return _result(plan)
 
