@@ -77,6 +77,13 @@ def _csv_line(values: Iterable[Any]) -> str:
     return buffer.getvalue()
 
 
+def _csv_lines(rows: list[Row], paths: dict[str, str]) -> bytes:
+    """A batch of cases as CSV lines: one writer per batch, not one per row."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(_export_row(row, paths) for row in rows)
+    return buffer.getvalue().encode()
+
+
 def _export_row(row: Row, paths: dict[str, str]) -> list[str]:
     tags = _tags_decoder.decode(row["tags"])
     tickets = _tickets_decoder.decode(row["tickets"])
@@ -105,7 +112,7 @@ async def export_csv(
         ids = await case_service.matching_ids(db, tenant_id, query)
         for start in range(0, len(ids), EXPORT_BATCH):
             rows = await case_store.rows_by_ids(db, tenant_id, ids[start : start + EXPORT_BATCH])
-            yield "".join(_csv_line(_export_row(row, paths)) for row in rows).encode()
+            yield _csv_lines(rows, paths)
         return
     after = 0
     while True:
@@ -113,7 +120,7 @@ async def export_csv(
         if not rows:
             return
         after = rows[-1]["_rowid"]
-        yield "".join(_csv_line(_export_row(row, paths)) for row in rows).encode()
+        yield _csv_lines(rows, paths)
 
 
 # ----------------------------------------------------------------------------------------------- parsing
