@@ -375,6 +375,12 @@ async def _sql_page(
             (*params, limit, offset),
         )
     total = _total(rows, limit, offset)
+    if total is None and len(where) == 2 and equals.get("project_id") is not None:
+        # the whole project: the sum of its per-section counters (at most one row per section)
+        total = int(await db.fetch_value(
+            "SELECT coalesce(sum(cases), 0) FROM section_case_counts WHERE tenant_id = ? AND project_id = ?",
+            (tenant_id, equals["project_id"]),
+        ))
     if total is None:
         total = int(await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {condition}", params))
     return rows, total
