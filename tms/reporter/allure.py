@@ -154,7 +154,7 @@ def _outcome(result: _Result, path: str) -> TestOutcome:
         name=name,
         status=status,
         suite_path=suite_path,
-        classname=None if suite_path else (labels.get("testClass") or [None])[0],
+        classname=None if suite_path else next(iter(labels.get("testClass") or []), None),
         duration_ms=duration,
         framework=frameworks[0] if frameworks else None,
         tags=tags_of(labels.get("tag", [])),
