@@ -33,7 +33,7 @@ from tms.models.cases import CaseCreate, Ticket
 from tms.services import audit
 from tms.services import cases as case_service
 from tms.services.errors import InvalidInput, NotFound, TooLarge
-from tms.services.gherkin import validate_gherkin
+from tms.services.gherkin_batch import gherkin_errors
 from tms.services.sections import PATH_SEPARATOR, clean_name
 from tms.store import cases as case_store
 from tms.store import projects as project_store
@@ -420,28 +420,16 @@ class Plan:
         return len(self.errors)
 
 
-def _gherkin_error(text: str) -> str | None:
-    try:
-        validate_gherkin(text)
-    except InvalidInput as exc:
-        return exc.detail
-    return None
-
-
-def _gherkin_errors_sync(texts: list[str]) -> list[str | None]:
-    return [_gherkin_error(t) for t in texts]
-
-
 async def _gherkin_errors(texts: list[str]) -> list[str | None]:
     """Checks many feature texts; big batches in worker processes (the parser is pure Python)."""
     if len(texts) < PARALLEL_GHERKIN_FROM:
-        return await asyncio.to_thread(_gherkin_errors_sync, texts)
+        return await asyncio.to_thread(gherkin_errors, texts)
     workers = max(2, min(4, multiprocessing.cpu_count()))
     size = -(-len(texts) // workers)
     chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
     loop = asyncio.get_running_loop()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = await asyncio.gather(*(loop.run_in_executor(pool, _gherkin_errors_sync, c) for c in chunks))
+        parts = await asyncio.gather(*(loop.run_in_executor(pool, gherkin_errors, c) for c in chunks))
     return [error for part in parts for error in part]
 
 
