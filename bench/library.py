@@ -180,21 +180,25 @@ def main() -> None:
                                                    args.requests)
                     rows.append((f"filter {label}", "p50 < 50 ms", p50, p90, count, total))
 
-                # export: streamed; the server's peak RSS before and after tells whether it buffered
+                # export: streamed; the server's peak RSS before and after tells whether it buffered. Run
+                # twice: the first also fills SQLite's page caches (up to 32 MB per connection), which the
+                # earlier requests, all answered from indexes, may have left nearly empty; the second
+                # export's growth is what streaming itself costs.
                 pid = server.process.pid if server.process else 0
-                before = peak_rss_kb(pid)
-                start = time.perf_counter()
-                size = lines = 0
-                with client.stream("GET", "/api/v1/cases/export", params={"project_id": project["id"]},
-                                   timeout=300) as stream:
-                    first_byte = None
-                    for chunk in stream.iter_bytes():
-                        if first_byte is None:
-                            first_byte = time.perf_counter() - start
-                        size += len(chunk)
-                        lines += chunk.count(b"\r\n")
-                export_seconds = time.perf_counter() - start
-                after = peak_rss_kb(pid)
+                exports: list[tuple[float, float, int]] = []
+                for _ in range(2):
+                    before = peak_rss_kb(pid)
+                    start = time.perf_counter()
+                    size = lines = 0
+                    with client.stream("GET", "/api/v1/cases/export", params={"project_id": project["id"]},
+                                       timeout=300) as stream:
+                        first_byte = None
+                        for chunk in stream.iter_bytes():
+                            if first_byte is None:
+                                first_byte = time.perf_counter() - start
+                            size += len(chunk)
+                            lines += chunk.count(b"\r\n")
+                    exports.append((time.perf_counter() - start, first_byte or 0, peak_rss_kb(pid) - before))
 
                 # import: a CSV of new cases into another project, sections by path
                 buffer = io.StringIO()
@@ -232,10 +236,11 @@ def main() -> None:
     print(f"| CSV import of {args.import_rows:,} new cases (one request, {len(payload) / 1e6:.1f} MB) | < 10 s | "
           f"{import_seconds:.2f} s ({imported['created']} created, {imported['sections_created']} sections) |")
     print(f"| the same file again (all unchanged) | - | {reimport_seconds:.2f} s |")
-    print(f"| CSV export of {args.cases:,} cases ({size / 1e6:.1f} MB, {lines - 1:,} rows, first byte "
-          f"{(first_byte or 0) * 1000:.0f} ms) | < 5 s | {export_seconds:.2f} s |")
-    print(f"| server peak RSS growth during the export | constant memory | {(after - before) / 1024:.1f} MB |")
-
+    for n, (seconds, first_byte, _) in enumerate(exports, 1):
+        print(f"| CSV export {n} of {args.cases:,} cases ({size / 1e6:.1f} MB, {lines - 1:,} rows, first byte "
+              f"{first_byte * 1000:.0f} ms) | < 5 s | {seconds:.2f} s |")
+    for n, (_, _, growth) in enumerate(exports, 1):
+        print(f"| server peak RSS growth during export {n} | constant memory | {growth / 1024:.1f} MB |")
 
 if __name__ == "__main__":
     main()

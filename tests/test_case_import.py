@@ -210,3 +210,25 @@ def test_cli_exports_and_imports(tenant: Tenant, tmp_path: Path) -> None:
     assert tms("export", "--project", "nope").returncode == 1
     assert subprocess.run([sys.executable, "-m", "tms", "cases", "export", "--project", "x"], capture_output=True,
                           env={k: v for k, v in env.items() if k not in ("TMS_URL", "TMS_TOKEN")}).returncode == 2
+
+
+def test_a_big_file_is_checked_in_worker_processes_with_the_same_verdicts(tenant: Tenant) -> None:
+    """3,000+ distinct texts: the Gherkin is checked in worker processes (tms.services.gherkin_batch), before the
+    write transaction; the bad rows are named exactly as the in-process check names them."""
+    project = tenant.create_project()
+    broken = "Feature: Broken\n  Scenario: s\n    Given a step\n  this line is not Gherkin\n"
+    rows = [[f"BIG-{n}", f"Big case {n}", "Area / Part", "", "", "", "", "", "", "",
+             broken if n in (5, 2999) else FEATURE.replace("Login", f"Login {n}")] for n in range(3100)]
+    preview = upload(tenant, project["id"], csv_of(*rows), dry_run="true")
+    assert preview.status_code == 207, preview.text  # some rows rejected
+    body = preview.json()
+    assert (body["created"], body["rejected"]) == (3098, 2)
+    assert [error["row"] for error in body["errors"]] == [7, 3001]  # the header is row 1
+    assert all("line 4" in error["error"] and "this line is not Gherkin" in error["error"]
+               for error in body["errors"])
+    assert all_cases(tenant, project_id=project["id"]) == []
+    done = upload(tenant, project["id"], csv_of(*rows))
+    assert done.status_code == 207, done.text
+    assert (done.json()["created"], done.json()["errors"]) == (3098, body["errors"])
+    listed = tenant.api.get("/api/v1/cases", params={"project_id": project["id"], "limit": 1}).json()
+    assert listed["pagination"]["total"] == 3098

@@ -33,7 +33,7 @@ from tms.models.cases import CaseCreate, Ticket
 from tms.services import audit
 from tms.services import cases as case_service
 from tms.services.errors import InvalidInput, NotFound, TooLarge
-from tms.services.gherkin import validate_gherkin
+from tms.services.gherkin_batch import gherkin_errors
 from tms.services.sections import PATH_SEPARATOR, clean_name
 from tms.store import cases as case_store
 from tms.store import projects as project_store
@@ -77,6 +77,13 @@ def _csv_line(values: Iterable[Any]) -> str:
     return buffer.getvalue()
 
 
+def _csv_lines(rows: list[Row], paths: dict[str, str]) -> bytes:
+    """A batch of cases as CSV lines: one writer per batch, not one per row."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(_export_row(row, paths) for row in rows)
+    return buffer.getvalue().encode()
+
+
 def _export_row(row: Row, paths: dict[str, str]) -> list[str]:
     tags = _tags_decoder.decode(row["tags"])
     tickets = _tickets_decoder.decode(row["tickets"])
@@ -105,7 +112,7 @@ async def export_csv(
         ids = await case_service.matching_ids(db, tenant_id, query)
         for start in range(0, len(ids), EXPORT_BATCH):
             rows = await case_store.rows_by_ids(db, tenant_id, ids[start : start + EXPORT_BATCH])
-            yield "".join(_csv_line(_export_row(row, paths)) for row in rows).encode()
+            yield _csv_lines(rows, paths)
         return
     after = 0
     while True:
@@ -113,7 +120,7 @@ async def export_csv(
         if not rows:
             return
         after = rows[-1]["_rowid"]
-        yield "".join(_csv_line(_export_row(row, paths)) for row in rows).encode()
+        yield _csv_lines(rows, paths)
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -127,6 +134,8 @@ class ImportRow:
     fields: dict[str, Any]
     section: tuple[str, ...] = ()
     error: str | None = None
+    # the row as a CaseCreate, or what is wrong with it: worked out by the first plan, kept for a second
+    checked: CaseCreate | str | None = None
 
 
 @dataclass
@@ -411,28 +420,16 @@ class Plan:
         return len(self.errors)
 
 
-def _gherkin_error(text: str) -> str | None:
-    try:
-        validate_gherkin(text)
-    except InvalidInput as exc:
-        return exc.detail
-    return None
-
-
-def _gherkin_errors_sync(texts: list[str]) -> list[str | None]:
-    return [_gherkin_error(t) for t in texts]
-
-
 async def _gherkin_errors(texts: list[str]) -> list[str | None]:
     """Checks many feature texts; big batches in worker processes (the parser is pure Python)."""
     if len(texts) < PARALLEL_GHERKIN_FROM:
-        return await asyncio.to_thread(_gherkin_errors_sync, texts)
+        return await asyncio.to_thread(gherkin_errors, texts)
     workers = max(2, min(4, multiprocessing.cpu_count()))
     size = -(-len(texts) // workers)
     chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
     loop = asyncio.get_running_loop()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = await asyncio.gather(*(loop.run_in_executor(pool, _gherkin_errors_sync, c) for c in chunks))
+        parts = await asyncio.gather(*(loop.run_in_executor(pool, gherkin_errors, c) for c in chunks))
     return [error for part in parts for error in part]
 
 
@@ -450,8 +447,27 @@ def _convert(row: ImportRow) -> CaseCreate | str:
     return body
 
 
-async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed) -> Plan:
-    """What the import will do, row by row, without writing anything."""
+def _check_row(row: ImportRow) -> CaseCreate | str:
+    """The row as a CaseCreate, or the message naming what is wrong (Gherkin is checked apart)."""
+    body = _convert(row)
+    if isinstance(body, str):
+        return body
+    try:
+        for name in row.section:
+            clean_name(name)
+    except InvalidInput as exc:
+        return f"section: {exc.detail}"
+    return body
+
+
+async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
+                      checked: dict[str, str | None] | None = None) -> Plan:
+    """What the import will do, row by row, without writing anything.
+
+    ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
+    write transaction, after a first plan outside it, then parses no text a second time.
+    """
+    checked = {} if checked is None else checked
     plan = Plan()
     candidates: list[tuple[ImportRow, CaseCreate]] = []
     seen: dict[str, int] = {}
@@ -459,15 +475,11 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
         if row.error:
             plan.errors.append((row.row, row.error))
             continue
-        body = _convert(row)
+        if row.checked is None:
+            row.checked = _check_row(row)
+        body = row.checked
         if isinstance(body, str):
             plan.errors.append((row.row, body))
-            continue
-        try:
-            for name in row.section:
-                clean_name(name)
-        except InvalidInput as exc:
-            plan.errors.append((row.row, f"section: {exc.detail}"))
             continue
         if body.code is not None:
             if body.code in seen:
@@ -480,8 +492,9 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
     # only texts that differ from the stored case need the parser (a re-import skips most of them)
     to_check = [(row, body) for row, body in candidates
                 if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
-    errors = await _gherkin_errors([body.bdd_content for _, body in to_check])
-    bad = {id(row): error for (row, _), error in zip(to_check, errors, strict=True) if error}
+    unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
+    checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
+    bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
 
     sections = await section_store.list_for_project(db, tenant_id, project_id)
     by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
@@ -564,11 +577,14 @@ async def import_cases(
     await check_project(db, tenant_id, project_id)
     assert project_id is not None
     parsed = await asyncio.to_thread(parse, data, fmt)
+    checked: dict[str, str | None] = {}
+    plan = await plan_import(db, tenant_id, project_id, parsed, checked)
     if dry_run:
-        plan = await plan_import(db, tenant_id, project_id, parsed)
         return _result(plan)
+    # planned again under the write lock (the library may have changed meanwhile), but the slow part,
+    # parsing the Gherkin texts, was done above without holding it
     async with db.transaction() as tx:
-        plan = await plan_import(tx, tenant_id, project_id, parsed)
+        plan = await plan_import(tx, tenant_id, project_id, parsed, checked)
         await _apply(tx, tenant_id, project_id, plan, parsed)
     return _result(plan)
 

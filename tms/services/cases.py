@@ -249,20 +249,14 @@ class CaseQuery:
 _WORD = re.compile(r"\w", re.UNICODE)
 
 
-def fts_query(tenant_id: str, q: str, project_id: str | None = None) -> str | None:
-    """``q`` as an FTS5 query: every word must match (the last one also as a prefix, for type-ahead).
+def search_words(q: str) -> list[str]:
+    """The words of ``q`` a search looks for (all must match; the last one also as a prefix).
 
-    Each word becomes a quoted phrase, so no FTS5 operator or syntax in user input is interpreted.
-    None when ``q`` holds no word at all.
+    Double quotes are dropped and words without a letter or digit ignored (at most 20 words), so the
+    store can quote each one as an FTS5 phrase: nothing a user types is read as FTS5 syntax.
     """
     words = [w.replace('"', "") for w in q.split()]
-    words = [w for w in words if _WORD.search(w)][:20]
-    if not words:
-        return None
-    phrases = [f'"{w}"' for w in words]
-    phrases[-1] += "*"
-    scope = f'tenant : "{tenant_id}"' + (f' AND project : "{project_id}"' if project_id else "")
-    return f'{scope} AND {{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
+    return [w for w in words if _WORD.search(w)][:20]
 
 
 async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, offset: int,
@@ -273,12 +267,10 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
     check_choice(query.layer, LAYERS, "layer")
     if query.sort not in case_store.SORTS:
         raise InvalidInput(f"sort must be one of {', '.join(case_store.SORTS)}", field="sort")
-    fts = None
+    words = None
     if query.q is not None and query.q.strip():
-        if query.project_id is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", query.project_id):
-            return [], 0  # not an id: matches nothing (and never reaches the FTS syntax)
-        fts = fts_query(tenant_id, query.q, query.project_id)
-        if fts is None:
+        words = search_words(query.q)
+        if not words:
             return [], 0
     section_ids = section_range = None
     unfiled = False
@@ -297,7 +289,7 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
         db, tenant_id,
         equals={"project_id": query.project_id, "status": query.status, "priority": query.priority,
                 "automation_status": query.automation_status, "layer": query.layer},
-        fts_query=fts, tags=[t for t in query.tags if t] or None, section_ids=section_ids,
+        words=words, tags=[t for t in query.tags if t] or None, section_ids=section_ids,
         section_range=section_range, unfiled=unfiled, needs_retest=query.needs_retest,
         sort=query.sort, descending=query.descending, limit=limit, offset=offset, ids_only=ids_only,
     )

@@ -27,13 +27,13 @@ async def list_for_project(db: Database | Transaction, tenant_id: str, project_i
 
 
 async def case_counts(db: Database | Transaction, tenant_id: str, project_id: str) -> dict[str | None, int]:
-    """Cases per section of a project (None = not filed), one grouped pass over a covering index."""
+    """Cases per section of a project (None = not filed): the per-section counters that triggers keep
+    (migration 0023), at most one row per section, instead of a grouped pass over the project's cases."""
     rows = await db.fetch_all(
-        "SELECT section_id, COUNT(*) AS n FROM test_cases WHERE tenant_id = ? AND project_id = ? "
-        "GROUP BY section_id",
+        "SELECT section_key, cases FROM section_case_counts WHERE tenant_id = ? AND project_id = ? AND cases > 0",
         (tenant_id, project_id),
     )
-    return {row["section_id"]: row["n"] for row in rows}
+    return {row["section_key"] or None: row["cases"] for row in rows}
 
 
 async def get_section(db: Database | Transaction, tenant_id: str, section_id: str) -> Row | None:
