@@ -508,9 +508,12 @@ CREATE TRIGGER test_cases_tags_delete AFTER DELETE ON test_cases
 ALTER TABLE test_cases ADD COLUMN search TSVECTOR;
 CREATE FUNCTION test_cases_search_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.search := to_tsvector('english', concat_ws(' ', NEW.code, NEW.title, NEW.bdd_content,
+    -- punctuation separates words, as SQLite's unicode61 tokenizer has it ('TC-12' is 'tc' and '12';
+    -- PostgreSQL's own parser would read '-12' as a signed number)
+    NEW.search := to_tsvector('english', regexp_replace(concat_ws(' ', NEW.code, NEW.title, NEW.bdd_content,
         (SELECT string_agg(value, ' ') FROM json_array_elements_text(NEW.tags::json)),
-        (SELECT string_agg(value ->> 'key', ' ') FROM json_array_elements(NEW.tickets::json))));
+        (SELECT string_agg(value ->> 'key', ' ') FROM json_array_elements(NEW.tickets::json))),
+        '[^[:alnum:]]+', ' ', 'g'));
     RETURN NEW;
 END $$;
 CREATE TRIGGER test_cases_search_sync BEFORE INSERT OR UPDATE OF code, title, bdd_content, tags, tickets
