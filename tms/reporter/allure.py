@@ -25,11 +25,12 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import (
     cap,
     decode_json,
     first_line,
+    json_bytes,
     ms_to_iso,
     read_json_bytes,
     resolve_path,
@@ -94,42 +95,79 @@ def is_container(path: str) -> bool:
 def parse_allure(paths: list[str]) -> tuple[list[TestOutcome], list[ReportError]]:
     """Outcomes of every result file, and the files that could not be read (each its own error, so
     one broken file does not hide the others)."""
-    runs: list[tuple[Any, float, int, TestOutcome]] = []
-    errors: list[ReportError] = []
-    for order, path in enumerate(paths):
+    results = AllureResults()
+    for path in paths:
+        results.add(path)
+    return results.finish()
+
+
+class AllureResults:
+    """A results directory read one file at a time (`add`, with the file's bytes when detection has
+    read them already: each file is read once), folded into outcomes at the end (`finish`)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[Any, float, int, TestOutcome]] = []
+        self.errors: list[ReportError] = []
+        self.order = 0
+        self.bases: dict[str, str] = {}  # folder as written -> absolute, for the attachments' paths
+
+    @paused_gc
+    def add(self, path: str, content: bytes | None = None) -> None:
+        order = self.order
+        self.order += 1
         if is_container(path):
-            continue
+            return
         try:
-            result = decode_json(path, read_json_bytes(path), _DECODER, "Allure result")
-            outcome = _outcome(result, path)
+            data = read_json_bytes(path) if content is None else json_bytes(path, content)
+            result = decode_json(path, data, _DECODER, "Allure result")
+            outcome = _outcome(result, path, self._base(path))
         except ReportError as exc:
-            errors.append(exc)
-            continue
+            self.errors.append(exc)
+            return
         key = result.historyId if isinstance(result.historyId, str) and result.historyId else (
             outcome.suite_path, outcome.classname, outcome.name)
         start = result.start if isinstance(result.start, int | float) and not isinstance(result.start, bool) else 0
         outcome.executed_at = ms_to_iso(result.start)
-        runs.append((key, start, order, outcome))
-    groups: dict[Any, list[tuple[float, int, TestOutcome]]] = {}
-    first: dict[Any, tuple[float, int]] = {}
-    for key, start, order, outcome in runs:
-        groups.setdefault(key, []).append((start, order, outcome))
-        first[key] = min(first.get(key, (start, order)), (start, order))
-    outcomes: list[TestOutcome] = []
-    for key in sorted(groups, key=lambda k: first[k]):
-        attempts = [o for _, _, o in sorted(groups[key], key=lambda item: (item[0], item[1]))]
-        final = attempts[-1]
-        if len(attempts) > 1:
+        self.runs.append((key, start, order, outcome))
+
+    def _base(self, path: str) -> str:
+        folder = os.path.dirname(path)
+        base = self.bases.get(folder)
+        if base is None:
+            base = self.bases[folder] = os.path.dirname(os.path.abspath(path))
+        return base
+
+    @paused_gc
+    def finish(self) -> tuple[list[TestOutcome], list[ReportError]]:
+        """The outcomes, one per test (attempts sharing a `historyId` folded, by `start`), and the errors."""
+        groups: dict[Any, list[tuple[float, int, TestOutcome]]] = {}
+        first: dict[Any, tuple[float, int]] = {}
+        for key, start, order, outcome in self.runs:
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [(start, order, outcome)]
+                first[key] = (start, order)
+            else:
+                group.append((start, order, outcome))
+                first[key] = min(first[key], (start, order))
+        outcomes: list[TestOutcome] = []
+        for key in sorted(groups, key=first.__getitem__):
+            group = groups[key]
+            if len(group) == 1:
+                outcomes.append(group[0][2])
+                continue
+            attempts = [o for _, _, o in sorted(group, key=lambda item: (item[0], item[1]))]
+            final = attempts[-1]
             final.attempts = [a.status for a in attempts[:-1]]
             final.notes = [f"attempt {n}: {first_line(a.error_message)}" for n, a in enumerate(attempts[:-1], 1)
                            if a.error_message] + final.notes
             final.attachments = [f for a in attempts[:-1] for f in a.attachments] + final.attachments
             final.executed_at = attempts[0].executed_at or final.executed_at
-        outcomes.append(final)
-    return outcomes, errors
+            outcomes.append(final)
+        return outcomes, self.errors
 
 
-def _outcome(result: _Result, path: str) -> TestOutcome:
+def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
     status = _STATUS.get(result.status.lower()) if isinstance(result.status, str) else None
     if status is None:
         raise ReportError(path, f"$.status: unknown Allure status {result.status!r}")
@@ -171,8 +209,7 @@ def _outcome(result: _Result, path: str) -> TestOutcome:
         outcome.notes.append(f"skipped: {first_line(str(details.message))}")
     if details is not None and details.flaky is True and status == "PASSED":
         outcome.notes.append("Allure marks this test flaky")
-    base = os.path.dirname(os.path.abspath(path))
-    for attachment in _attachments(result):
+    for attachment in _attachments(result) if result.attachments or result.steps else ():
         if isinstance(attachment.source, str) and attachment.source.strip():
             name = attachment.name if isinstance(attachment.name, str) and attachment.name else attachment.source
             outcome.attachments.append((name, resolve_path(base, attachment.source)))

@@ -46,17 +46,29 @@ _PLAYWRIGHT = re.compile(rb'^\{\s*"config"\s*:')
 _ALLURE_KEYS = re.compile(rb'"(uuid|historyId)"\s*:')
 
 
-def read_head(path: str) -> bytes:
+def read_head(path: str) -> tuple[bytes, bool]:
+    """The file's first HEAD_BYTES, and whether that is the whole file (an Allure result nearly always
+    is: its parser then takes these bytes instead of opening the file a second time)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(HEAD_BYTES)
+        with open(path, "rb", buffering=0) as handle:  # unbuffered: one read, no buffer object per file
+            head = handle.read(HEAD_BYTES)
+            while len(head) < HEAD_BYTES:  # a short read is the end of the file, or (rarely) not yet
+                more = handle.read(HEAD_BYTES - len(head))
+                if not more:
+                    return head, True
+                head += more
+            return head, False
     except OSError as exc:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def detect(path: str) -> str | None:
     """The format of the file, or None when it is none of them."""
-    head = read_head(path)
+    return detect_head(path, read_head(path)[0])
+
+
+def detect_head(path: str, head: bytes) -> str | None:
+    """The format of the file whose first bytes (up to HEAD_BYTES) are `head`."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             head = head.decode("utf-16", errors="ignore").encode("utf-8")

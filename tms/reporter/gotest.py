@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import cap, first_line
 
 _FINAL = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
@@ -45,6 +45,7 @@ class _Running:
     size: int = 0
 
 
+@paused_gc
 def parse_gotest(path: str) -> list[TestOutcome]:
     decoder = msgspec.json.Decoder(_Event)
     outcomes: list[TestOutcome] = []

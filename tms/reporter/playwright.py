@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import TestOutcome
+from tms.reporter.model import TestOutcome, paused_gc
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -93,6 +93,7 @@ class _Report(msgspec.Struct):
     config: Any = None
 
 
+@paused_gc
 def parse_playwright(path: str) -> list[TestOutcome]:
     report = decode_json(path, read_json_bytes(path), _Report, "Playwright JSON")
     base = os.path.dirname(os.path.abspath(path))
