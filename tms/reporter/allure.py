@@ -92,6 +92,7 @@ def is_container(path: str) -> bool:
     return path.endswith("-container.json")
 
 
+@paused_gc
 def parse_allure(paths: list[str]) -> tuple[list[TestOutcome], list[ReportError]]:
     """Outcomes of every result file, and the files that could not be read (each its own error, so
     one broken file does not hide the others)."""
@@ -111,27 +112,33 @@ class AllureResults:
         self.order = 0
         self.bases: dict[str, str] = {}  # folder as written -> absolute, for the attachments' paths
 
-    @paused_gc
     def add(self, path: str, content: bytes | None = None) -> None:
+        """Read one result file; `content`: its bytes as detection read them (all of it, most likely)."""
         order = self.order
         self.order += 1
         if is_container(path):
             return
         try:
-            data = read_json_bytes(path) if content is None else json_bytes(path, content)
-            result = decode_json(path, data, _DECODER, "Allure result")
+            result = None
+            if content is not None:
+                try:  # noqa: SIM105 (contextlib.suppress costs a context manager per file)
+                    result = decode_json(path, json_bytes(path, content), _DECODER, "Allure result")
+                except ReportError:
+                    pass  # not a whole document: read the file itself
+            if result is None:
+                result = decode_json(path, read_json_bytes(path), _DECODER, "Allure result")
             outcome = _outcome(result, path, self._base(path))
         except ReportError as exc:
             self.errors.append(exc)
             return
         key = result.historyId if isinstance(result.historyId, str) and result.historyId else (
             outcome.suite_path, outcome.classname, outcome.name)
-        start = result.start if isinstance(result.start, int | float) and not isinstance(result.start, bool) else 0
+        start = result.start if isinstance(result.start, (int, float)) and not isinstance(result.start, bool) else 0
         outcome.executed_at = ms_to_iso(result.start)
         self.runs.append((key, start, order, outcome))
 
     def _base(self, path: str) -> str:
-        folder = os.path.dirname(path)
+        folder = path[: max(path.rfind("/"), path.rfind(os.sep)) + 1]  # all of the path up to its name
         base = self.bases.get(folder)
         if base is None:
             base = self.bases[folder] = os.path.dirname(os.path.abspath(path))
@@ -168,35 +175,51 @@ class AllureResults:
 
 
 def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
-    status = _STATUS.get(result.status.lower()) if isinstance(result.status, str) else None
+    raw = result.status
+    status = _STATUS.get(raw.lower()) if isinstance(raw, str) else None
     if status is None:
-        raise ReportError(path, f"$.status: unknown Allure status {result.status!r}")
+        raise ReportError(path, f"$.status: unknown Allure status {raw!r}")
     labels: dict[str, list[str]] = {}
     for label in result.labels or ():
-        if isinstance(label.name, str) and isinstance(label.value, str) and label.value.strip():
-            labels.setdefault(label.name, []).append(label.value.strip())
-    suite_path = tuple(v for key in ("parentSuite", "suite", "subSuite") for v in labels.get(key, ()))
-    name = result.name.strip() if isinstance(result.name, str) and result.name.strip() else None
-    if name is None:
-        name = result.fullName.strip() if isinstance(result.fullName, str) and result.fullName.strip() else None
-    if name is None:
-        raise ReportError(path, "$.name: an Allure result without a name")
-    shown = [str(p.value) for p in result.parameters or () if p.value is not None and p.excluded is not True]
-    if shown and "[" not in name and "(" not in name:
-        name = f"{name} [{', '.join(shown)}]"
+        value = label.value
+        if isinstance(value, str) and isinstance(label.name, str):
+            value = value.strip()
+            if value:
+                found = labels.get(label.name)
+                if found is None:
+                    labels[label.name] = [value]
+                else:
+                    found.append(value)
+    get = labels.get
+    suite_path = _suite_path(get("parentSuite"), get("suite"), get("subSuite"))
+    name = result.name.strip() if isinstance(result.name, str) else ""
+    if not name:
+        name = result.fullName.strip() if isinstance(result.fullName, str) else ""
+        if not name:
+            raise ReportError(path, "$.name: an Allure result without a name")
+    if result.parameters:
+        shown = [str(p.value) for p in result.parameters if p.value is not None and p.excluded is not True]
+        if shown and "[" not in name and "(" not in name:
+            name = f"{name} [{', '.join(shown)}]"
+    start, stop = result.start, result.stop
     duration = None
-    if isinstance(result.start, int | float) and isinstance(result.stop, int | float) and result.stop >= result.start:
-        duration = round(result.stop - result.start)
-    frameworks = labels.get("framework", [])
+    if isinstance(start, (int, float)) and isinstance(stop, (int, float)) and stop >= start:
+        duration = round(stop - start)
+    classname = None
+    if not suite_path:
+        classes = get("testClass")
+        classname = classes[0] if classes else None
+    frameworks = get("framework")
+    services = get("service")
     outcome = TestOutcome(
         name=name,
         status=status,
         suite_path=suite_path,
-        classname=None if suite_path else (labels.get("testClass") or [None])[0],
+        classname=classname,
         duration_ms=duration,
         framework=frameworks[0] if frameworks else None,
-        tags=tags_of(labels.get("tag", [])),
-        service_properties=tuple(labels.get("service", [])),
+        tags=tags_of(get("tag")),
+        service_properties=tuple(services) if services else (),
         source=path,
     )
     details = result.statusDetails
@@ -216,12 +239,19 @@ def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
     return outcome
 
 
+def _suite_path(*levels: list[str] | None) -> tuple[str, ...]:
+    if levels[0] is None and levels[2] is None:
+        return tuple(levels[1]) if levels[1] else ()  # the common case: a "suite" label only
+    return tuple(value for level in levels if level for value in level)
+
+
 def _attachments(result: _Result) -> list[_Attachment]:
     found = list(result.attachments or ())
     pending: list[tuple[_Step, int]] = [(step, 1) for step in result.steps or ()]
     while pending:
         step, depth = pending.pop()
-        found.extend(step.attachments or ())
-        if depth < _MAX_STEP_DEPTH:
-            pending.extend((child, depth + 1) for child in step.steps or ())
+        if step.attachments:
+            found.extend(step.attachments)
+        if step.steps and depth < _MAX_STEP_DEPTH:
+            pending.extend((child, depth + 1) for child in step.steps)
     return found

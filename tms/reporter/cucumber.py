@@ -156,7 +156,7 @@ def _duration_ms(results: list[dict[str, Any]], behave: bool) -> int | None:
     seen = False
     for result in results:
         value = result.get("duration")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
             total += value
             seen = True
     if not seen:

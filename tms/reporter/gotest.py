@@ -155,14 +155,23 @@ def _package_failure(event: _Event, output: list[str], path: str) -> TestOutcome
 
 def looks_like_gotest(head: bytes) -> bool:
     """The first line that starts with "{" is a go test event."""
+    text = head.lstrip()
+    if text.startswith(b"{"):  # the common case (any JSON object): its first line is the one
+        cut = [i for i in (text.find(b"\n"), text.find(b"\r")) if i >= 0]
+        return _is_event(text[: min(cut)] if cut else text)
     for raw in head.splitlines():
         line = raw.strip()
         if line.startswith(b"{"):
-            try:
-                event: Any = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                return False
-            return isinstance(event, dict) and "Action" in event and ("Package" in event or "Test" in event)
-        if line:
-            continue
+            return _is_event(line)
     return False
+
+
+def _is_event(line: bytes) -> bool:
+    line = line.strip()
+    if b"Action" not in line and b"\\u" not in line:
+        return False  # no "Action" key, not even spelled with escapes: no need to decode it
+    try:
+        event: Any = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(event, dict) and "Action" in event and ("Package" in event or "Test" in event)

@@ -48,6 +48,8 @@ def read_json_bytes(path: str) -> bytes:
 
 def json_bytes(path: str, data: bytes) -> bytes:
     """The file's bytes `data` as UTF-8 (see read_json_bytes)."""
+    if data[:1] not in (b"\xef", b"\xff", b"\xfe", b"\x00"):
+        return data  # the common case: no byte order mark (every one starts with one of these bytes)
     if data.startswith(codecs.BOM_UTF8):
         return data[3:]
     for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
@@ -347,7 +349,7 @@ def _tags_of(values: tuple[Any, ...]) -> tuple[str, ...]:
 
 def ms_to_iso(value: Any) -> str | None:
     """Milliseconds since the epoch as ISO 8601 UTC with Z."""
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 253402300800000:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 253402300800000:
         return None
     ms = int(value)
     second = _second_iso(ms // 1000)
@@ -363,7 +365,7 @@ def _second_iso(second: int) -> str | None:
 
 
 def non_negative_ms(value: Any) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e15:
         return round(value)
     return None
 
