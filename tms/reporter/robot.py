@@ -65,7 +65,7 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
         if tag == "status":
             status_elem = child
         elif tag == "tag":
-            value = "".join(child.itertext()).strip()
+            value = (child.text or "" if not len(child) else "".join(child.itertext())).strip()
             if value:
                 tags.append(value if value.startswith("@") else f"@{value}")
         elif tag == "tags":  # RF 3
@@ -75,7 +75,9 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
                     tags.append(value if value.startswith("@") else f"@{value}")
     raw = (status_elem.get("status") or "").strip().upper() if status_elem is not None else ""
     status = _STATUS.get(raw, "UNKNOWN")
-    message = "".join(status_elem.itertext()).strip() if status_elem is not None else ""
+    message = ""
+    if status_elem is not None:
+        message = (status_elem.text or "" if not len(status_elem) else "".join(status_elem.itertext())).strip()
     retried = _RETRIED.search(message)
     if retried:
         message = _RETRIED.sub("", message).strip()

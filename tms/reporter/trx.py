@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
@@ -47,6 +48,13 @@ class _Definition:
     categories: list[str] = field(default_factory=list)
     services: list[str] = field(default_factory=list)
     storage: str | None = None
+    _tags: tuple[str, ...] | None = None
+
+    def tags(self) -> tuple[str, ...]:
+        """The categories, each once (computed once: data rows share their test's definition)."""
+        if self._tags is None:
+            self._tags = tuple(dict.fromkeys(self.categories))
+        return self._tags
 
 
 @paused_gc
@@ -84,18 +92,19 @@ def parse_trx(path: str) -> list[TestOutcome]:
             if classname and outcome.name.startswith(classname + " / "):
                 classname = None  # jest-trx-results-processor: the name holds the describe path already
             outcome.classname = classname
-            outcome.tags = tuple(dict.fromkeys(definition.categories))
+            outcome.tags = definition.tags()
             outcome.service_properties = tuple(definition.services)
             if definition.storage and outcome.framework is None:
                 outcome.framework = _framework(definition.storage)
-        outcome.attachments = [(name, _resolve(base, deployment, raw)) for name, raw in outcome.attachments]
+        if outcome.attachments:
+            outcome.attachments = [(name, _resolve(base, deployment, raw)) for name, raw in outcome.attachments]
         outcomes.append(outcome)
     return outcomes
 
 
 def _results(elem: Any, path: str) -> list[tuple[str | None, TestOutcome]]:
     """The result, or each data row of a data-driven result (`InnerResults`)."""
-    inner = next((c for c in elem if local(c.tag) == "InnerResults"), None)
+    inner = next((c for c in elem if local(c.tag) == "InnerResults"), None) if len(elem) else None
     if inner is not None and len(inner):
         rows = []
         for child in inner:
@@ -169,6 +178,7 @@ def _definition(elem: Any) -> _Definition:
     return definition
 
 
+@lru_cache(maxsize=256)  # one storage per test assembly
 def _framework(storage: str) -> str | None:
     storage = storage.lower()
     if storage.endswith((".js", ".ts", ".mjs", ".cjs")):
@@ -178,6 +188,7 @@ def _framework(storage: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # short tests share their few durations
 def _duration_ms(value: str | None) -> int | None:
     """TRX durations are "hh:mm:ss.fffffff" (with an optional "d." day prefix)."""
     if not value:
