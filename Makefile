@@ -28,7 +28,8 @@ browser:  ## install Debian's Chromium for the browser tests (no browser downloa
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-test: install browser  ## install everything and run the whole test suite (two workers, a file per worker)
+test: install browser  ## install everything, type-check (mypy), then run the whole suite (two workers)
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 lint: install  ## ruff, then the type checker (make typecheck alone runs only the latter)

@@ -11,7 +11,6 @@ from typing import Any
 
 from litestar import Litestar, Request, Router
 from litestar.config.csrf import CSRFConfig
-from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -54,6 +53,7 @@ from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
 from tms.services import retention
 from tms.services.tokens import LastUsedTracker
+from tms.state import AppState
 from tms.store.sessions import SQLiteSessionStore
 from tms.store.settings import get_or_create_setting
 from tms.web import ai as web_ai
@@ -251,16 +251,13 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
 
-    state = State(
-        {
-            "config": config,
-            "db": db,
-            "token_usage": token_usage,
-            "login_throttle": login_throttle,
-            "inflation_slots": inflation_slots(),
-            "setup_token": setup_token,
-            "setup_done": False,
-        }
+    state = AppState.of(
+        config=config,
+        db=db,
+        token_usage=token_usage,
+        login_throttle=login_throttle,
+        inflation_slots=inflation_slots(),
+        setup_token=setup_token,
     )
     return Litestar(
         route_handlers=[

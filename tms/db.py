@@ -37,7 +37,7 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
 async def _connect(path: Path) -> aiosqlite.Connection:
     # busy_timeout first: the other pragmas may already need the lock (another process, the admin CLI).
     conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = _dict_row
+    conn.row_factory = _dict_row  # type: ignore[assignment]  # aiosqlite says a class; sqlite3 takes any callable
     await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     await conn.execute("PRAGMA journal_mode = WAL")
     await conn.execute("PRAGMA synchronous = NORMAL")
@@ -68,7 +68,7 @@ class Transaction:
         return count
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self._conn.execute_fetchall(sql, params))
+        return list(await self._conn.execute_fetchall(sql, params))  # type: ignore[arg-type]  # dicts: _dict_row
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         rows = await self._conn.execute_fetchall(sql, params)
@@ -147,7 +147,7 @@ class Database:
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._reader() as conn:
-            return list(await conn.execute_fetchall(sql, params))
+            return list(await conn.execute_fetchall(sql, params))  # type: ignore[arg-type]  # dicts: _dict_row
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         rows = await self.fetch_all(sql, params)
@@ -212,7 +212,7 @@ async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
         "applied_at TEXT NOT NULL)"
     )
     applied_rows = await conn.execute_fetchall("SELECT version FROM schema_migrations")
-    applied = {row["version"] for row in applied_rows}  # type: ignore[call-overload]
+    applied = {row["version"] for row in applied_rows}
     done = []
     for version, name, sql in migration_files():
         if version in applied:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar.enums import ScopeType
 from litestar.handlers import HTTPRouteHandler
 from litestar.routes import HTTPRoute
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
 
 def is_options_answer(scope: Scope, handler: Any) -> bool:
@@ -35,7 +36,7 @@ def options_middleware(app: ASGIApp) -> ASGIApp:
     methods_by_path: dict[str, str] = {}
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_options_answer(scope, scope.get("route_handler")):
+        if scope["type"] != ScopeType.HTTP or not is_options_answer(scope, scope.get("route_handler")):
             await app(scope, receive, send)
             return
         if not methods_by_path:
@@ -43,10 +44,10 @@ def options_middleware(app: ASGIApp) -> ASGIApp:
                 if isinstance(route, HTTPRoute):
                     methods_by_path[route.path_format] = ", ".join(sorted(route.methods))
         allow = methods_by_path.get(scope.get("path_template", ""), "OPTIONS")
-        start: Message = {"type": "http.response.start", "status": 204,
-                          "headers": [(b"allow", allow.encode()), (b"content-length", b"0")]}
+        start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 204,
+                                         "headers": [(b"allow", allow.encode()), (b"content-length", b"0")]}
         await send(start)
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     return middleware
 
@@ -71,6 +72,7 @@ async def security_headers(message: Message, scope: Scope) -> None:
     gets the headers above, unless the handler set its own (an SVG download's sandbox CSP)."""
     if message["type"] != "http.response.start":
         return
-    headers = message.setdefault("headers", [])  # type: ignore[typeddict-item]
+    headers = list(message.get("headers", ()))
     present = {name.lower() for name, _ in headers}
     headers.extend((name, value) for name, value in SECURITY_HEADERS if name not in present)
+    message["headers"] = headers

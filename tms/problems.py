@@ -18,6 +18,7 @@ from tms.services.errors import DISK_FULL_DETAIL, DomainError, InsufficientStora
 
 log = logging.getLogger(__name__)
 
+AnyRequest = Request[Any, Any, Any]
 PROBLEM_JSON = "application/problem+json"
 
 
@@ -49,14 +50,14 @@ def _field_errors(extra: Any) -> list[dict[str, str]]:
     return errors
 
 
-def _wants_html(request: Request) -> bool:
+def _wants_html(request: AnyRequest) -> bool:
     path = request.url.path
     if path.startswith(("/api/", "/schema")):
         return False
     return "text/html" in request.headers.get("accept", "")
 
 
-def handle_http_exception(request: Request, exc: HTTPException) -> Response[Any]:
+def handle_http_exception(request: AnyRequest, exc: HTTPException) -> Response[Any]:
     status = exc.status_code
     headers = dict(exc.headers or {})
     if status == 401 and request.url.path.startswith("/api/v1"):
@@ -83,14 +84,14 @@ def _default_detail(status: int) -> str:
     }.get(status, HTTPStatus(status).description or HTTPStatus(status).phrase)
 
 
-def handle_domain_error(request: Request, exc: DomainError) -> Response[Any]:
+def handle_domain_error(request: AnyRequest, exc: DomainError) -> Response[Any]:
     if _wants_html(request):
         return _html_error(request, exc.status_code, exc.detail)
     errors = exc.errors or ([{"field": exc.field, "message": exc.detail}] if exc.field else None)
     return problem_response(exc.status_code, exc.detail, title=exc.title, errors=errors)
 
 
-def handle_unexpected(request: Request, exc: Exception) -> Response[Any]:
+def handle_unexpected(request: AnyRequest, exc: Exception) -> Response[Any]:
     if is_disk_full(exc):
         # a known condition, not a bug: one line, no traceback, and a 507 saying what happened
         log.error("disk full on %s %s: %s", request.method, request.url.path, exc)
@@ -101,12 +102,10 @@ def handle_unexpected(request: Request, exc: Exception) -> Response[Any]:
     return problem_response(500, "An unexpected error occurred; it has been logged.")
 
 
-def _html_error(request: Request, status: int, detail: str) -> Response[Any]:
+def _html_error(request: AnyRequest, status: int, detail: str) -> Response[Any]:
     from litestar.response import Template
 
-    if status == 401 and not isinstance(detail, str):
-        detail = "Please sign in."
-    return Template(  # type: ignore[return-value]
+    return Template(
         template_name="error.html",
         context={"status": status, "title": HTTPStatus(status).phrase, "detail": detail},
         status_code=status,

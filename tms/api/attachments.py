@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 import msgspec
-from litestar import Request, get, post
+from litestar import get, post
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import File
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.attachments import Attachment, AttachmentList
 from tms.services import attachments as attachment_service
-from tms.services.tokens import ApiPrincipal
+from tms.state import app_state
 
 # An SVG is a document that can run script: even opened directly it stays in a sandbox with no
 # origin, loads nothing, and only its own inline styles apply.
@@ -54,8 +54,8 @@ class _UploadOperation(Operation):
     "SVG, PDF, TXT, JSON, ZIP, MP4, WebM, judged by content and by file name (415 otherwise); each file "
     "at most `attachments.max_bytes` (413 otherwise). `{result_id}` is a linked or unlinked result.",
 )
-async def upload_attachments(request: Request[ApiPrincipal, str, object], result_id: str) -> AttachmentList:
-    state = request.app.state
+async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentList:
+    state = app_state(request)
     created = await attachment_service.upload(
         state.db,
         request.user.tenant_id,
@@ -70,8 +70,8 @@ async def upload_attachments(request: Request[ApiPrincipal, str, object], result
 
 
 @get("/attachments/{attachment_id:str}", **requires("read"), summary="Download an attachment")
-async def download_attachment(request: Request[ApiPrincipal, str, object], attachment_id: str) -> File:
-    state = request.app.state
+async def download_attachment(request: ApiRequest, attachment_id: str) -> File:
+    state = app_state(request)
     stored = await attachment_service.open_attachment(
         state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir
     )

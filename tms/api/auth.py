@@ -18,6 +18,7 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 
 from tms.services.audit import Actor, acting_as
 from tms.services.tokens import ApiPrincipal, verify_token
+from tms.state import app_state
 
 BEARER_SCHEME = "BearerToken"
 # The request of an /api/v1 handler: the authenticated token's principal, its raw token, app state.
@@ -36,7 +37,7 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             raise NotAuthorizedException("Missing or malformed Authorization header; use 'Bearer <token>'.")
-        state = connection.app.state
+        state = app_state(connection)
         principal = await verify_token(state.db, presented.strip())
         if principal is None:
             raise NotAuthorizedException("The token is invalid, revoked, or its tenant is suspended.")

@@ -18,6 +18,7 @@ from litestar import Request
 from litestar.exceptions import ValidationException
 
 from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType, unreadable_json
+from tms.state import app_state
 
 MB = 1024 * 1024
 # A 100k-result report is ~30-40 MB of JSON; these caps leave room while bounding memory per request.
@@ -101,7 +102,7 @@ async def request_body(
         raise UnsupportedMediaType(
             f"Content-Encoding {encoding!r} is not supported; send gzip or no encoding."
         )
-    async with request.app.state.inflation_slots:
+    async with app_state(request).inflation_slots:
         if len(raw) < INFLATE_IN_THREAD:
             body = gunzip(raw, limit)
         else:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 from litestar.datastructures import UploadFile
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import Stream
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.case_io import ImportAnswer, RowError
 from tms.services import case_io
 from tms.services.errors import InvalidInput
-from tms.services.tokens import ApiPrincipal
+from tms.state import db_of
 
 
 @dataclass
@@ -33,11 +33,11 @@ class _ImportOperation(Operation):
 @get("/cases/export", **requires("read"), summary="Export a project's cases as CSV (streamed)",
      description="Columns: code, title, section, status, priority, layer, is_e2e, automation_status, tags, "
      "tickets, bdd_content. `section` is the path `Parent / Child`; tags `;`-separated; tickets `SOURCE:KEY;…`.")
-async def export_cases(request: Request[ApiPrincipal, str, object], project_id: str | None = None,
+async def export_cases(request: ApiRequest, project_id: str | None = None,
                        format: str = "csv") -> Stream:
     if format != "csv":
         raise InvalidInput("format must be csv", field="format")
-    db, tenant = request.app.state.db, request.user.tenant_id
+    db, tenant = db_of(request), request.user.tenant_id
     await case_io.check_project(db, tenant, project_id)
     assert project_id is not None
     return Stream(
@@ -60,13 +60,13 @@ def answer(result: case_io.ImportResult, dry_run: bool) -> ImportAnswer:
       summary="Import cases from CSV or TestRail XML (one transaction)",
       description="multipart/form-data with a part `file`. 201 when every row imported, 207 when some were "
       "rejected (listed by row); a file-level problem is a 400 and changes nothing. dry_run=true plans only.")
-async def import_cases(request: Request[ApiPrincipal, str, object], project_id: str | None = None,
+async def import_cases(request: ApiRequest, project_id: str | None = None,
                        format: str = "csv", dry_run: bool = False) -> Response[ImportAnswer]:
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
         raise InvalidInput("send the file as a multipart/form-data part named 'file'", field="file")
     data = await upload.read()
-    result = await case_io.import_cases(request.app.state.db, request.user.tenant_id, project_id, data, format,
+    result = await case_io.import_cases(db_of(request), request.user.tenant_id, project_id, data, format,
                                         dry_run=dry_run)
     return Response(answer(result, dry_run), status_code=207 if result.rejected else 201)

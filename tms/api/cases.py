@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from litestar import Request, delete, get, patch, post
+from litestar import delete, get, patch, post
 from litestar.params import JSONBody
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.cases import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
 from tms.services import cases as case_service
 from tms.services.errors import InvalidInput
-from tms.services.tokens import ApiPrincipal
+from tms.state import db_of
 
 
 @get(
@@ -23,7 +23,7 @@ from tms.services.tokens import ApiPrincipal
     "order: asc (default) or desc. limit/offset paginate.",
 )
 async def list_cases(
-    request: Request[ApiPrincipal, str, object],
+    request: ApiRequest,
     project_id: str | None = None,
     status: str | None = None,
     limit: int | None = None,
@@ -47,39 +47,39 @@ async def list_cases(
         needs_retest=needs_retest, sort=sort, descending=order == "desc",
     )
     cases, pagination = await case_service.list_cases(
-        request.app.state.db, request.user.tenant_id, limit=limit, offset=offset, query=query
+        db_of(request), request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)
 
 
 @post("/cases", **requires("write"), summary="Create a test case (code given or TC-<n>)")
-async def create_case(request: Request[ApiPrincipal, str, object], data: JSONBody[CaseCreate]) -> CaseEnvelope:
-    return CaseEnvelope(data=await case_service.create_case(request.app.state.db, request.user.tenant_id, data))
+async def create_case(request: ApiRequest, data: JSONBody[CaseCreate]) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.create_case(db_of(request), request.user.tenant_id, data))
 
 
 @get("/cases/{case_id:str}", **requires("read"), summary="Get a test case by cuid or code")
-async def get_case(request: Request[ApiPrincipal, str, object], case_id: str) -> CaseEnvelope:
-    return CaseEnvelope(data=await case_service.get_case(request.app.state.db, request.user.tenant_id, case_id))
+async def get_case(request: ApiRequest, case_id: str) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.get_case(db_of(request), request.user.tenant_id, case_id))
 
 
 @patch("/cases/{case_id:str}", **requires("write"), summary="Change fields of a test case")
 async def update_case(
-    request: Request[ApiPrincipal, str, object], case_id: str, data: JSONBody[CaseUpdate]
+    request: ApiRequest, case_id: str, data: JSONBody[CaseUpdate]
 ) -> CaseEnvelope:
-    case = await case_service.update_case(request.app.state.db, request.user.tenant_id, case_id, data)
+    case = await case_service.update_case(db_of(request), request.user.tenant_id, case_id, data)
     return CaseEnvelope(data=case)
 
 
 @delete("/cases/{case_id:str}", **requires("write"), summary="Delete a test case (its results stay)")
-async def delete_case(request: Request[ApiPrincipal, str, object], case_id: str) -> None:
-    await case_service.delete_case(request.app.state.db, request.user.tenant_id, case_id)
+async def delete_case(request: ApiRequest, case_id: str) -> None:
+    await case_service.delete_case(db_of(request), request.user.tenant_id, case_id)
 
 
 @get("/cases/{case_id:str}/versions", **requires("read"), summary="A test case's versions, newest first")
 async def list_versions(
-    request: Request[ApiPrincipal, str, object], case_id: str, limit: int | None = None, offset: int | None = None
+    request: ApiRequest, case_id: str, limit: int | None = None, offset: int | None = None
 ) -> CaseVersionList:
     versions, pagination = await case_service.list_versions(
-        request.app.state.db, request.user.tenant_id, case_id, limit=limit, offset=offset
+        db_of(request), request.user.tenant_id, case_id, limit=limit, offset=offset
     )
     return CaseVersionList(data=versions, pagination=pagination)

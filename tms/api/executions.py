@@ -2,35 +2,35 @@
 
 from __future__ import annotations
 
-from litestar import Request, get, patch, post
+from litestar import get, patch, post
 from litestar.params import JSONBody
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.executions import AssignAnswer, AssignBody, AssignEnvelope, ResultEnvelope, ResultPatch
 from tms.services import executions
-from tms.services.tokens import ApiPrincipal
+from tms.state import db_of
 
 
 @get("/results/{result_id:str}", **requires("read"), summary="Get one result (linked or unlinked)")
-async def get_result(request: Request[ApiPrincipal, str, object], result_id: str) -> ResultEnvelope:
-    return ResultEnvelope(data=await executions.get_result(request.app.state.db, request.user.tenant_id,
+async def get_result(request: ApiRequest, result_id: str) -> ResultEnvelope:
+    return ResultEnvelope(data=await executions.get_result(db_of(request), request.user.tenant_id,
                                                            result_id))
 
 
 @patch("/results/{result_id:str}", **requires("write"),
        summary="Change a result: status, comment, bug, assignee, step results (last write wins)")
 async def update_result(
-    request: Request[ApiPrincipal, str, object], result_id: str, data: JSONBody[ResultPatch]
+    request: ApiRequest, result_id: str, data: JSONBody[ResultPatch]
 ) -> ResultEnvelope:
-    saved = await executions.update_result(request.app.state.db, request.user.tenant_id, result_id, data)
+    saved = await executions.update_result(db_of(request), request.user.tenant_id, result_id, data)
     return ResultEnvelope(data=saved.result)
 
 
 @post("/runs/{run_id:str}/assign", **requires("write"), status_code=200,
       summary="Assign results of a run to a user (assignee_id null unassigns)")
 async def assign_results(
-    request: Request[ApiPrincipal, str, object], run_id: str, data: JSONBody[AssignBody]
+    request: ApiRequest, run_id: str, data: JSONBody[AssignBody]
 ) -> AssignEnvelope:
-    count = await executions.assign_results(request.app.state.db, request.user.tenant_id, run_id,
+    count = await executions.assign_results(db_of(request), request.user.tenant_id, run_id,
                                             data.result_ids, data.assignee_id)
     return AssignEnvelope(data=AssignAnswer(assigned=count))

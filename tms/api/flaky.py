@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from litestar import Request, get
+from litestar import get
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.flaky import FlakyList
 from tms.services import flaky as service
-from tms.services.tokens import ApiPrincipal
+from tms.state import config_of, db_of
 
 
 @get("/flaky", **requires("read"), summary="Flaky tests of a project over its last `runs` runs (default 30)")
-async def list_flaky(request: Request[ApiPrincipal, str, object], project_id: str,
+async def list_flaky(request: ApiRequest, project_id: str,
                      runs: int | None = None, limit: int | None = None, offset: int | None = None) -> FlakyList:
-    config = request.app.state.config
-    tests, pagination = await service.list_flaky(request.app.state.db, request.user.tenant_id, project_id, runs,
+    config = config_of(request)
+    tests, pagination = await service.list_flaky(db_of(request), request.user.tenant_id, project_id, runs,
                                                  limit, offset, default_runs=config.get("flaky.runs"))
     return FlakyList(data=tests, pagination=pagination)

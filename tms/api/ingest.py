@@ -8,6 +8,7 @@ from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.ingest import IngestAnswer
 from tms.services import ingest as ingest_service
+from tms.state import db_of
 
 
 @post(
@@ -25,7 +26,7 @@ from tms.services import ingest as ingest_service
 async def ingest(request: ApiRequest) -> Response[IngestAnswer]:
     async with request_body(request) as raw:
         status, body = await ingest_service.ingest(
-            request.app.state.db, request.user.tenant_id, raw, request.headers.get("idempotency-key")
+            db_of(request), request.user.tenant_id, raw, request.headers.get("idempotency-key")
         )
     # the body is already JSON (a replay returns the stored bytes verbatim)
     return Response(body, status_code=status, media_type=MediaType.JSON)  # type: ignore[arg-type]

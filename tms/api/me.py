@@ -1,17 +1,17 @@
 from __future__ import annotations
 
-from litestar import Request, get
+from litestar import get
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.me import AiInfo, Me, TenantInfo
 from tms.services import ai_quota
-from tms.services.tokens import ApiPrincipal
+from tms.state import app_state
 
 
 @get("/me", **requires(None), summary="Who am I: tenant, token scopes and AI status")
-async def get_me(request: Request[ApiPrincipal, str, object]) -> Me:
+async def get_me(request: ApiRequest) -> Me:
     principal = request.user
-    state = request.app.state
+    state = app_state(request)
     exhausted = await ai_quota.quota_exhausted(state.db, state.config, principal.tenant_id)
     return Me(
         tenant=TenantInfo(id=principal.tenant_id, name=principal.tenant_name, status=principal.tenant_status),

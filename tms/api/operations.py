@@ -13,7 +13,6 @@ import logging
 from typing import Any
 
 from litestar import Request, get
-from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.plugins.prometheus import PrometheusConfig
@@ -22,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from tms.db import migration_files
 from tms.metrics import OUTBOX_BACKLOG
+from tms.state import Connection, config_of, db_of
 from tms.store import operations as operations_store
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def healthz() -> dict[str, str]:
 @get("/readyz", include_in_schema=False)
 async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
     try:
-        applied = await operations_store.applied_migration_versions(request.app.state.db)
+        applied = await operations_store.applied_migration_versions(db_of(request))
     except Exception as exc:  # any database failure means: not ready
         log.warning("readiness check failed: %s", exc)
         return Response({"status": "unavailable", "detail": "database unreachable"}, status_code=503)
@@ -55,11 +55,11 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
-def metrics_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+def metrics_guard(connection: Connection, _handler: BaseRouteHandler) -> None:
     """Loopback scrapers need nothing; anyone else presents ``server.metrics_token`` as a Bearer token."""
     if _is_loopback(connection.client.host if connection.client else None):
         return
-    expected = str(connection.app.state.config.get("server.metrics_token"))
+    expected = str(config_of(connection).get("server.metrics_token"))
     scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
     if expected and scheme.lower() == "bearer" and hmac.compare_digest(presented.strip(), expected):
         return
@@ -68,7 +68,7 @@ def metrics_guard(connection: ASGIConnection, _: BaseRouteHandler) -> None:
 
 @get("/metrics", guards=[metrics_guard], include_in_schema=False)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
-    OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(request.app.state.db))
+    OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(db_of(request)))
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -15,7 +15,7 @@ class ApiReferencePlugin(OpenAPIRenderPlugin):
     def __init__(self) -> None:
         super().__init__(path="/")
 
-    def render(self, request: Request, openapi_schema: dict[str, Any]) -> bytes:
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
         rows = []
         for path, item in sorted(openapi_schema.get("paths", {}).items()):
             for method in _METHODS:

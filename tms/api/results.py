@@ -8,6 +8,7 @@ from tms.api.auth import ApiRequest, requires
 from tms.api.bodies import MAX_WIRE_BYTES, request_body
 from tms.models.results import BulkAnswer, ResultList
 from tms.services import results as result_service
+from tms.state import db_of
 
 
 @get(
@@ -22,7 +23,7 @@ async def list_results(
     request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None,
     assignee_id: str | None = None, status: str | None = None,
 ) -> ResultList:
-    return await result_service.list_results(request.app.state.db, request.user.tenant_id, run_id, limit, offset,
+    return await result_service.list_results(db_of(request), request.user.tenant_id, run_id, limit, offset,
                                              assignee_id=assignee_id, status=status)
 
 
@@ -35,7 +36,7 @@ async def list_results(
     "`test_case_id` and is upserted per (run, case); answer `{accepted, rejected, errors: [{index, error}]}`.",
 )
 async def post_results(request: ApiRequest, run_id: str) -> Response[BulkAnswer]:
-    db, tenant_id = request.app.state.db, request.user.tenant_id
+    db, tenant_id = db_of(request), request.user.tenant_id
     async with request_body(request) as raw:
         answer = await result_service.post_results(db, tenant_id, run_id, raw)
     return Response(answer, status_code=207 if answer.rejected else 201)

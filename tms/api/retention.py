@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, post
+from litestar import post
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.services import retention
-from tms.services.tokens import ApiPrincipal
+from tms.state import config_of, db_of
 
 
 @post("/admin/sweep", **requires("write"), status_code=200,
       summary="Remove this tenant's unlinked results older than [retention] unlinked_days")
-async def sweep(request: Request[ApiPrincipal, str, object]) -> dict[str, Any]:
-    days = int(request.app.state.config.get("retention.unlinked_days"))
-    deleted = await retention.sweep_tenant(request.app.state.db, request.user.tenant_id, days)
+async def sweep(request: ApiRequest) -> dict[str, Any]:
+    days = int(config_of(request).get("retention.unlinked_days"))
+    deleted = await retention.sweep_tenant(db_of(request), request.user.tenant_id, days)
     return {"data": {"deleted": deleted}}

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import msgspec
-from litestar import Request, get
+from litestar import get
 
-from tms.api.auth import requires
+from tms.api.auth import ApiRequest, requires
 from tms.models.cases import Pagination
 from tms.models.team import AuditEntry, AuditList, User, UserList
 from tms.services import audit, team
-from tms.services.tokens import ApiPrincipal
+from tms.state import db_of
 
 
 @get("/users", **requires("read"), summary="The team's web users and their roles")
-async def list_users(request: Request[ApiPrincipal, str, object]) -> UserList:
-    rows = await team.list_users(request.app.state.db, request.user.tenant_id)
+async def list_users(request: ApiRequest) -> UserList:
+    rows = await team.list_users(db_of(request), request.user.tenant_id)
     return UserList(data=[User(**team.user_dict(row)) for row in rows])
 
 
 @get("/audit", **requires("read"), summary="The audit log, newest first (filters entity_type, entity_id, "
      "action, actor_id; limit/offset)")
 async def list_audit(
-    request: Request[ApiPrincipal, str, object],
+    request: ApiRequest,
     entity_type: str | None = None,
     entity_id: str | None = None,
     action: str | None = None,
@@ -30,7 +30,7 @@ async def list_audit(
     offset: int | None = None,
 ) -> AuditList:
     entries, total, limit, offset = await audit.list_entries(
-        request.app.state.db, request.user.tenant_id, entity_type=entity_type, entity_id=entity_id,
+        db_of(request), request.user.tenant_id, entity_type=entity_type, entity_id=entity_id,
         action=action, actor_id=actor_id, limit=limit, offset=offset)
     return AuditList(data=[msgspec.convert(e, AuditEntry) for e in entries],
                      pagination=Pagination(total=total, limit=limit, offset=offset))

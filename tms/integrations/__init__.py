@@ -14,11 +14,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from tms.ids import iso
 
 Outcome = Literal["resolved", "ignored", "ping"]
+
+
+class IssueFields(TypedDict):
+    """The ``TrackerEvent`` fields every event about one GitHub/GitLab issue shares."""
+
+    delivery_id: str | None
+    bug_key: str
+    repository: str
+    number: int
 
 
 @dataclass(frozen=True, slots=True)

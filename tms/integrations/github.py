@@ -13,9 +13,19 @@ GitHub recorded reasons, or by some apps) counts as completed, as GitHub's own U
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
-from tms.integrations import TrackerEvent, UnreadablePayload, dig, header, load_object, signature_matches, to_iso
+from tms.integrations import (
+    IssueFields,
+    TrackerEvent,
+    UnreadablePayload,
+    dig,
+    header,
+    load_object,
+    signature_matches,
+    to_iso,
+)
 
 DONE_REASONS = (None, "completed")
 
@@ -24,7 +34,7 @@ def verify(secret: str, headers: Mapping[str, str], query: Mapping[str, str], bo
     return signature_matches(secret, body, header(headers, "X-Hub-Signature-256"))
 
 
-def _payload(headers: Mapping[str, str], body: bytes) -> dict:
+def _payload(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
     content_type = (header(headers, "Content-Type") or "").lower()
     if content_type.startswith("application/x-www-form-urlencoded") or body.startswith(b"payload="):
         try:
@@ -51,7 +61,7 @@ def parse(headers: Mapping[str, str], body: bytes) -> TrackerEvent:
     if not isinstance(repository, str) or not isinstance(number, int) or isinstance(number, bool):
         raise UnreadablePayload("issues event without repository.full_name or issue.number")
     key = f"{repository}#{number}"
-    common = {"delivery_id": delivery_id, "bug_key": key, "repository": repository, "number": number}
+    common: IssueFields = {"delivery_id": delivery_id, "bug_key": key, "repository": repository, "number": number}
     if action != "closed":
         return TrackerEvent(event, "ignored", detail=f"{key}: action {action} is not a closure", **common)
     reason = dig(payload, "issue", "state_reason")

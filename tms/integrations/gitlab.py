@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tms.integrations import TrackerEvent, UnreadablePayload, dig, header, load_object, secret_matches, to_iso
+from tms.integrations import (
+    IssueFields,
+    TrackerEvent,
+    UnreadablePayload,
+    dig,
+    header,
+    load_object,
+    secret_matches,
+    to_iso,
+)
 
 ISSUE_KINDS = ("issue", "work_item")
 
@@ -38,7 +47,7 @@ def parse(headers: Mapping[str, str], body: bytes) -> TrackerEvent:
     # a work item may be a task or an epic; only issues are bugs that cases can reference
     item_type = dig(attributes, "type")
     key = f"{repository}#{number}"
-    common = {"delivery_id": delivery_id, "bug_key": key, "repository": repository, "number": number}
+    common: IssueFields = {"delivery_id": delivery_id, "bug_key": key, "repository": repository, "number": number}
     if kind == "work_item" and item_type not in (None, "Issue", "Incident"):
         return TrackerEvent(event, "ignored", detail=f"{key}: work item of type {item_type}", **common)
     action = dig(attributes, "action")

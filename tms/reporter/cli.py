@@ -373,7 +373,7 @@ def _answer(args: argparse.Namespace, url: str, token: str, reply: Reply, items:
     summary["accepted"] = _int(body.get("accepted", data.get("accepted")), len(items) - summary["rejected"])
     _upload_attachments(args, url, token, body.get("result_ids"), items, summary, console)
 
-    gate = getattr(args, "gate", None)
+    gate: str = getattr(args, "gate", None) or ""
     if gate and run_id:
         try:
             summary["gate"] = {"gate": gate, **classify_failures(fetch_clusters(url, args.token_value, run_id,
@@ -403,7 +403,7 @@ def _answer(args: argparse.Namespace, url: str, token: str, reply: Reply, items:
 def _upload_attachments(args: argparse.Namespace, url: str, token: str, result_ids: Any, items: list[Item],
                         summary: dict[str, Any], console: Console) -> None:
     """The files the reports reference, each to its result; a file that cannot go is named, with why."""
-    pairs = [(None, files) for files in _files_of(items)]
+    pairs: list[tuple[str | None, list[tuple[str, str]]]] = [(None, files) for files in _files_of(items)]
     if not any(files for _, files in pairs):
         return
     if isinstance(result_ids, list) and len(result_ids) == len(items):

@@ -63,7 +63,7 @@ def expand(arguments: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _walk(directory: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for root, dirs, names in os.walk(directory):
         dirs.sort()
         dirs[:] = [d for d in dirs if d not in ("node_modules", ".git")]

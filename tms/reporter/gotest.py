@@ -91,7 +91,8 @@ def parse_gotest(path: str) -> list[TestOutcome]:
                     state.output.append(event.Output)
                     state.size += len(event.Output)
             elif event.Action in _FINAL:
-                state = running.pop(key, None) or _Running(event.Time)
+                finished: _Running | None = running.pop(key, None)
+                state = finished or _Running(event.Time)
                 outcome = _outcome(event, _FINAL[event.Action], state, path)
                 if outcome.status == "FAILED":
                     package_failed_tests.add(event.Package)

@@ -79,8 +79,8 @@ def _export(client: httpx.Client, args: argparse.Namespace, out: TextIO, err: Te
                     handle.write(chunk)
             print(f"wrote {args.output}", file=err)
         else:
-            for chunk in response.iter_text():
-                out.write(chunk)
+            for text in response.iter_text():
+                out.write(text)
     return EXIT_OK
 
 

@@ -52,8 +52,8 @@ def parse_testng(path: str) -> list[TestOutcome]:
                 name = (elem.get("name") or "").strip()
                 for method in elem:
                     if local(method.tag) == "method" and name:
-                        key = f"{method.get('class') or ''}.{method.get('name') or ''}"
-                        groups.setdefault(key, []).append(name)
+                        method_key = f"{method.get('class') or ''}.{method.get('name') or ''}"
+                        groups.setdefault(method_key, []).append(name)
             elif tag == "test-method":
                 outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path, skip_errors)
                 if outcome is not None:

@@ -104,9 +104,8 @@ def post_ingest(
             if status == 429 or status >= 500:
                 if attempt > retries:
                     raise NetworkFailure(f"HTTP {status} {_short(response)} (after {attempt} attempts)")
-                wait = _retry_after(response.headers.get("Retry-After"), max_wait)
-                if wait is None:
-                    wait = _backoff(attempt, backoff)
+                retry_after = _retry_after(response.headers.get("Retry-After"), max_wait)
+                wait = _backoff(attempt, backoff) if retry_after is None else retry_after
                 log(f"  HTTP {status}; retrying in {wait:.1f}s")
                 sleep(wait)
                 continue
@@ -114,7 +113,7 @@ def post_ingest(
 
 
 def _backoff(attempt: int, base: float) -> float:
-    return min(MAX_BACKOFF, base * 2 ** (attempt - 1)) * (1 + random.random() * 0.25)
+    return min(MAX_BACKOFF, base * 2.0 ** (attempt - 1)) * (1 + random.random() * 0.25)
 
 
 def _retry_after(value: str | None, max_wait: float) -> float | None:

@@ -31,7 +31,8 @@ from tms.store import ai as ai_store
 MAX_REQUIREMENT = 20_000
 PRIORITIES: tuple[str, ...] = get_args(Priority)
 LAYERS: tuple[str, ...] = get_args(Layer)
-MAX_BDD = next(m.max_length for m in BddContent.__metadata__ if isinstance(m, msgspec.Meta))
+MAX_BDD = next(m.max_length for m in get_args(BddContent)[1:]
+               if isinstance(m, msgspec.Meta) and m.max_length is not None)
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 100
 
@@ -49,13 +50,14 @@ class QuotaExhausted(DomainError):
 
 
 class DraftsInvalid(InvalidInput):
-    """Some ticked drafts cannot be saved; ``errors`` maps a draft's index to its message."""
+    """Some ticked drafts cannot be saved; ``by_index`` maps a draft's index to its message."""
 
     def __init__(self, errors: dict[int, str]) -> None:
         count = len(errors)
         super().__init__(f"{count} ticked draft{'s' if count != 1 else ''} cannot be saved yet; fix or untick "
-                         f"{'them' if count != 1 else 'it'}.", field="drafts")
-        self.errors = errors
+                         f"{'them' if count != 1 else 'it'}.", field="drafts",
+                         errors=[{"field": f"drafts[{i}]", "message": m} for i, m in errors.items()])
+        self.by_index = errors
 
 
 @dataclass(frozen=True)

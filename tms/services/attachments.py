@@ -65,12 +65,12 @@ def attachment_dict(row: Row) -> dict[str, Any]:
     }
 
 
-async def attachments_by_result(db: Database, tenant_id: str, result_ids: list[str]) -> dict[str, list[dict]]:
+async def attachments_by_result(db: Database, tenant_id: str, result_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Per result id, its attachments in API shape; every requested id is a key (empty list if none).
 
     Used by the results list, so one query per 500 ids instead of one per result.
     """
-    grouped: dict[str, list[dict]] = {result_id: [] for result_id in result_ids}
+    grouped: dict[str, list[dict[str, Any]]] = {result_id: [] for result_id in result_ids}
     for row in await attachment_store.list_for_results(db, tenant_id, result_ids):
         grouped.setdefault(row["result_id"], []).append(attachment_dict(row))
     return grouped

@@ -12,7 +12,7 @@ import msgspec
 
 from tms.db import Database
 from tms.ids import now_iso
-from tms.models.cases import CaseCreate, Ticket
+from tms.models.cases import CASE_STATUSES, CaseCreate, Ticket
 from tms.services import audit
 from tms.services import cases as case_service
 from tms.services.errors import InvalidInput
@@ -20,7 +20,7 @@ from tms.store import cases as case_store
 from tms.store import sections as section_store
 
 FIELD_ACTIONS = {
-    "status": case_service.CASE_STATUSES,
+    "status": CASE_STATUSES,
     "priority": case_service.PRIORITIES,
     "automation_status": case_service.AUTOMATION_STATUSES,
     "layer": (*case_service.LAYERS, ""),

@@ -285,8 +285,8 @@ def _testrail_gherkin(title: str, steps: list[tuple[str, str]], preconds: str, b
         if bdd.lstrip().lower().startswith("feature:"):
             if not description:
                 return bdd.strip() + "\n"
-            head, _, body = bdd.strip().partition("\n")
-            return "\n".join([head, *description, body]) + "\n"
+            head, _, feature_body = bdd.strip().partition("\n")
+            return "\n".join([head, *description, feature_body]) + "\n"
         lines = [f"Feature: {title}", *description, ""]
         lines += [f"  {line.rstrip()}" if line.strip() else "" for line in bdd.strip().splitlines()]
         return "\n".join(lines) + "\n"
@@ -585,7 +585,7 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
     paths = {row["id"]: row["path"] for row in sections}
     if plan.new_sections:
         ids = iter(new_ids(len(plan.new_sections)))
-        rows = []
+        rows: list[dict[str, Any]] = []
         for path in plan.new_sections:  # parents come first: each path after its prefixes
             section_id = next(ids)
             parent_id = by_path.get(path[:-1]) if len(path) > 1 else None
@@ -596,12 +596,12 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
             by_path[path] = section_id
             paths[section_id] = rows[-1]["path"]
         siblings: dict[str | None, int] = {}
-        for row in rows:  # new sections follow the existing ones of their parent, in file order
-            if row["parent_id"] not in siblings:
-                siblings[row["parent_id"]] = await section_store.next_position(
-                    tx, tenant_id, project_id, row["parent_id"])
-            row["position"] = siblings[row["parent_id"]]
-            siblings[row["parent_id"]] += 1
+        for new in rows:  # new sections follow the existing ones of their parent, in file order
+            if new["parent_id"] not in siblings:
+                siblings[new["parent_id"]] = await section_store.next_position(
+                    tx, tenant_id, project_id, new["parent_id"])
+            new["position"] = siblings[new["parent_id"]]
+            siblings[new["parent_id"]] += 1
         await section_store.insert_sections(tx, rows)
     if plan.creates:
         bodies = []

@@ -92,7 +92,7 @@ async def update_result(
     caller showed its user), a save over someone else's newer change still wins, and the answer says
     whose change it replaced, so the first tester is told rather than silently overwritten."""
     if body.assignee_id not in (msgspec.UNSET, None):
-        await check_assignee(db, tenant_id, body.assignee_id)  # type: ignore[arg-type]
+        await check_assignee(db, tenant_id, body.assignee_id)
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
@@ -177,7 +177,7 @@ def _count_steps(encoded: str | None) -> str | None:
     if not encoded:
         return None
     steps = msgspec.json.decode(encoded)
-    marked = {}
+    marked: dict[str, int] = {}
     for step in steps:
         marked[step["status"]] = marked.get(step["status"], 0) + 1
     return ", ".join(f"{n} {status.lower()}" for status, n in sorted(marked.items()))

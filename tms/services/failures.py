@@ -128,6 +128,7 @@ async def compare(db: Database, tenant_id: str, run_id: str, base_id: str | None
         base = await store.previous_run(db, tenant_id, run)
     result = Comparison(base_run_id=None if base is None else base["id"], new_failures=[], fixed=[],
                         still_failing=[], added=[], missing=[])
+    status: str | None  # a missing test has none in this run
     if base is None:  # nothing to compare with: every test is added, its failures new
         for code, title, status in await store.run_outcomes(db, tenant_id, run_id):
             item = CompareItem(test_case_code=code, title=title, status=status, base_status=None)

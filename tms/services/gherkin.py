@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gherkin.errors import CompositeParserException, ParserError
 from gherkin.parser import Parser
@@ -66,7 +67,9 @@ def checklist(text: str | None) -> list[ChecklistGroup]:
         document = Parser().parse(TokenScanner(text))
     except (CompositeParserException, ParserError):
         return []
-    feature = document.get("feature")
+    # read as the JSON it is: the parser's types declare `feature` required (a text without one has
+    # none) and a feature's children as envelopes without keys
+    feature = cast("dict[str, Any] | None", document.get("feature"))
     if not feature:
         return []
     keywords: dict[str, str] = {}
@@ -84,8 +87,7 @@ def checklist(text: str | None) -> list[ChecklistGroup]:
                 steps.append(ChecklistStep(counter, step["keyword"].strip(), step["text"], _ast_argument(step)))
             if steps:
                 groups.append(ChecklistGroup("Background", steps))
-    document["uri"] = "case.feature"
-    for pickle in Compiler().compile(document):
+    for pickle in Compiler().compile({**document, "uri": "case.feature"}):
         steps = []
         for step in pickle.get("steps", []):
             if step["astNodeIds"][0] in background_ids:
@@ -124,7 +126,7 @@ def _ast_argument(step: dict[str, Any]) -> str | None:
     return None
 
 
-def _pickle_argument(step: dict[str, Any]) -> str | None:
+def _pickle_argument(step: Mapping[str, Any]) -> str | None:
     argument = step.get("argument") or {}
     if argument.get("docString"):
         return str(argument["docString"].get("content", ""))

@@ -150,7 +150,8 @@ async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
         })
         results = 0
         cases = await resolve_case_refs(tx, tenant_id, selected, field="case_ids")  # once for every run
-        for run_id, environment in zip(run_ids, environments or [None], strict=True):
+        slots: list[str | None] = [*environments] or [None]  # no environment: one run without
+        for run_id, environment in zip(run_ids, slots, strict=True):
             await run_store.insert_run(
                 tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id,
                 name=name if environment is None else f"{name} · {environment}", environment=environment,

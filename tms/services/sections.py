@@ -175,7 +175,7 @@ async def update_section(db: Database, tenant_id: str, section_id: str, body: Se
             await section_store.rebase_paths(tx, tenant_id, project_id, row["path"], f"{new_prefix}{section_id}/")
         if "name" in changes or "parent_id" in changes:
             await _name_free(tx, tenant_id, project_id, changes.get("parent_id", row["parent_id"]),
-                             changes.get("name", row["name"]), self_id=section_id)
+                             changes["name"] if "name" in changes else row["name"], self_id=section_id)
         if changes:
             await section_store.update_fields(tx, tenant_id, section_id, {**changes, "updated_at": now_iso()})
             await audit.record(tx, tenant_id, "section.updated", "section", section_id,

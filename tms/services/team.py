@@ -110,12 +110,13 @@ async def revoke_invitation(db: Database, tenant_id: str, link_id: str) -> None:
 
 
 class FormErrors(InvalidInput):
-    """Several wrong fields at once: ``errors`` maps each to its message."""
+    """Several wrong fields at once: ``fields`` maps each to its message (``errors`` lists them too)."""
 
     def __init__(self, errors: dict[str, str]) -> None:
         first = next(iter(errors))
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()), field=first)
-        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()), field=first,
+                         errors=[{"field": k, "message": v} for k, v in errors.items()])
+        self.fields = errors
 
 
 async def open_link(db: Database, secret: str, kind: str) -> Row:

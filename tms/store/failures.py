@@ -209,10 +209,11 @@ async def link_bug(tx: Transaction, tenant_id: str, run_id: str, fingerprint: st
 
 
 async def last_run_of(db: Database | Transaction, tenant_id: str, project_id: str, fingerprint: str) -> str | None:
-    return await db.fetch_value(
+    value: str | None = await db.fetch_value(
         "SELECT last_run_id FROM failure_fingerprints WHERE tenant_id = ? AND project_id = ? AND fingerprint = ?",
         (tenant_id, project_id, fingerprint),
     )
+    return value
 
 
 async def cases_failing_with(tx: Transaction, tenant_id: str, run_id: str, fingerprint: str) -> list[str]:

@@ -63,11 +63,12 @@ async def subtree_ids(db: Database | Transaction, tenant_id: str, project_id: st
 async def sibling_named(
     db: Database | Transaction, tenant_id: str, project_id: str, parent_id: str | None, name: str
 ) -> str | None:
-    return await db.fetch_value(
+    value: str | None = await db.fetch_value(
         "SELECT id FROM sections WHERE tenant_id = ? AND project_id = ? AND coalesce(parent_id, '') = ? "
         "AND name = ?",
         (tenant_id, project_id, parent_id or "", name),
     )
+    return value
 
 
 async def next_position(tx: Transaction, tenant_id: str, project_id: str, parent_id: str | None) -> int:

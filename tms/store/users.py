@@ -27,7 +27,7 @@ async def find_user_by_email(db: Database, email: str) -> Row | None:
     )
 
 
-async def get_user(db: Database, user_id: str) -> Row | None:
+async def get_user(db: Database | Transaction, user_id: str) -> Row | None:
     return await db.fetch_one(
         "SELECT u.id, u.tenant_id, u.email, u.name, u.role, u.active, t.name AS tenant_name, "
         "t.status AS tenant_status FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.id = ?",

@@ -18,19 +18,16 @@ from tms.services import ai as ai_service
 from tms.services import ai_quota
 from tms.services import projects as project_service
 from tms.services.errors import Conflict, DomainError, NotFound
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, render, tenant_of, user_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import page_guard
 
 # Upstream trouble is the provider's, not ours: a gateway status, never a 500.
 _PROVIDER_STATUS = {"disabled": 400, "timeout": 504, "rate_limited": 503}
 
 
-def _config(request: AnyRequest) -> Any:
-    return request.app.state.config
-
-
 def _provider_info(request: AnyRequest) -> dict[str, Any]:
-    config = _config(request)
+    config = config_of(request)
     # only the provider kind and model are shown: the base URL may name internal hosts, the key is secret
     return {"name": config.get("ai.provider"), "model": config.get("ai.model"),
             "enabled": config.get("ai.provider") != "none"}
@@ -39,7 +36,7 @@ def _provider_info(request: AnyRequest) -> dict[str, Any]:
 async def _index(request: AnyRequest, *, form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
                  provider_error: str | None = None, status_code: int = 200) -> Template:
     db, tenant_id = db_of(request), tenant_of(request)
-    quota = await ai_quota.quota_status(db, _config(request), tenant_id)
+    quota = await ai_quota.quota_status(db, config_of(request), tenant_id)
     return render(
         request, "ai/index.html", status_code=status_code, active_nav="ai",
         provider=_provider_info(request), quota=quota,
@@ -67,7 +64,7 @@ async def generate(request: AnyRequest) -> Template | Redirect:
     try:
         options = ai_service.parse_options(form["tags"], form["priority"], form["layer"])
         generation_id = await ai_service.generate(
-            db, _config(request), tenant_id=tenant_id, user_id=user_of(request).id, project_id=project.id,
+            db, config_of(request), tenant_id=tenant_id, user_id=user_of(request).id, project_id=project.id,
             requirement=form["requirement"], options=options,
         )
     except ProviderError as exc:

@@ -11,7 +11,8 @@ from litestar import Router, get
 from litestar.response import Template
 
 from tms.services import audit, team
-from tms.web.common import AnyRequest, db_of, page_numbers, render, tenant_of
+from tms.state import db_of
+from tms.web.common import AnyRequest, page_numbers, render, tenant_of
 from tms.web.session import needs_role, page_guard
 
 PAGE_SIZE = 100

@@ -11,6 +11,7 @@ from litestar.response import Redirect, Response, Template
 
 from tms.services import accounts
 from tms.services.errors import DomainError
+from tms.state import app_state, db_of
 from tms.web.session import load_user, safe_next, users_exist
 from tms.web.session_cookie import start_session
 
@@ -34,7 +35,7 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
     email = str(form.get("email", "")).strip()
     password = str(form.get("password", ""))
     next_path = safe_next(str(form.get("next", "")))
-    throttle = request.app.state.login_throttle
+    throttle = app_state(request).login_throttle
     address = _client_address(request)
     wait = await throttle.retry_after(address, email)
     if wait:
@@ -45,7 +46,7 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
             status_code=429,
             headers={"Retry-After": str(wait)},
         )
-    user = await accounts.authenticate_user(request.app.state.db, email, password) if email and password else None
+    user = await accounts.authenticate_user(db_of(request), email, password) if email and password else None
     if user is None:
         await throttle.record_failure(address, email)
         return Template(
@@ -65,7 +66,7 @@ async def logout(request: Request[Any, Any, Any]) -> Redirect:
 
 
 def _setup_token_ok(request: Request[Any, Any, Any], token: str | None) -> bool:
-    expected = request.app.state.setup_token
+    expected = app_state(request).setup_token
     return bool(expected and token and hmac.compare_digest(expected, token))
 
 
@@ -90,7 +91,7 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
     values = {key: str(form.get(key, "")) for key in ("tenant_name", "email", "password")}
     try:
         created = await accounts.create_first_tenant_and_admin(
-            request.app.state.db, values["tenant_name"], values["email"], values["password"]
+            db_of(request), values["tenant_name"], values["email"], values["password"]
         )
     except DomainError as exc:
         return Template(
@@ -98,8 +99,9 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
             context={"token_ok": True, "token": token, "form": values, "errors": {exc.field or "name": exc.detail}},
             status_code=400,
         )
-    request.app.state.setup_done = True
-    request.app.state.setup_token = None
+    state = app_state(request)
+    state.setup_done = True
+    state.setup_token = None
     start_session(request, {"user_id": created["user_id"]})
     flash(request, "Your team is ready. Create a project, then an API token for your CI.", "success")
     return Redirect("/", status_code=303)

@@ -14,14 +14,16 @@ from litestar.response import Redirect, Template
 from markupsafe import Markup, escape
 
 from tms.models.cases import CaseCreate, CaseUpdate
+from tms.models.sections import Section
 from tms.services import audit
 from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services import sections as section_service
 from tms.services.errors import DomainError, NotFound
 from tms.services.paging import page_offset
+from tms.state import db_of
 from tms.store import case_views
-from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, page_numbers, render, tenant_of
+from tms.web.common import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.web.gherkin_html import error_lines, highlight
 from tms.web.session import page_guard
 
@@ -31,7 +33,7 @@ AUTOMATION = ("MANUAL", "IN_PROGRESS", "AUTOMATED", "FLAKY", "ARCHIVED")
 PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
 LAYERS = ("UI", "API", "INTEGRATION", "UNIT")
 SOURCES = ("JIRA", "GITHUB", "GITLAB", "LINEAR", "OTHER")
-CHOICES = {"statuses": STATUSES, "automation": AUTOMATION, "priorities": PRIORITIES, "layers": LAYERS,
+CHOICES: dict[str, Any] = {"statuses": STATUSES, "automation": AUTOMATION, "priorities": PRIORITIES, "layers": LAYERS,
            "sources": SOURCES}
 EXAMPLE = """Feature: Checkout
 
@@ -182,7 +184,8 @@ async def list_cases(request: AnyRequest) -> Template:
     tree_project = next((p for p in projects if p.id == view.query.project_id), None)
     if tree_project is None and not view.query.project_id:
         tree_project = next((p for p in projects if p.active), projects[0] if projects else None)
-    sections, unfiled, in_project = [], 0, 0
+    sections: list[Section] = []
+    unfiled, in_project = 0, 0
     if tree_project is not None:
         sections, unfiled, in_project = await section_service.tree(db, tenant, tree_project.id)
     all_sections = await section_service.pickable(db, tenant, projects)

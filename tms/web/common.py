@@ -38,10 +38,6 @@ def user_of(request: AnyRequest) -> WebUser:
     return web_user(request)
 
 
-def db_of(request: AnyRequest) -> Any:
-    return request.app.state.db
-
-
 def done(request: AnyRequest, url: str, message: str, category: str = "success") -> Redirect:
     """The redirect half of Post/Redirect/Get, with the flash message the next page shows."""
     flash(request, message, category)

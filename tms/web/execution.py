@@ -25,10 +25,11 @@ from tms.services import attachments as attachment_service
 from tms.services import executions, team
 from tms.services.errors import DomainError, NotFound
 from tms.services.gherkin import checklist, step_count
+from tms.state import app_state, db_of
 from tms.store import cases as case_store
 from tms.store import executions as execution_store
 from tms.store import runs as run_store
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.web.common import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.web.session import page_guard, session_api_guard, web_user
 
 STEP_STATUSES = (("PASSED", "Passed", "p"), ("FAILED", "Failed", "f"), ("BROKEN", "Blocked", "b"),
@@ -176,7 +177,7 @@ async def my_work(request: AnyRequest, offset: int = 0) -> Template:
 @post("/api/results/{result_id:str}/attachments", status_code=201, request_max_body_size=None)
 async def upload_attachment(request: Request[Any, Any, Any], result_id: str) -> AttachmentList:
     """The execution view's upload (drag and drop, pasted screenshots): the API's own checks."""
-    state = request.app.state
+    state = app_state(request)
     created = await attachment_service.upload(
         state.db, web_user(request).tenant_id, result_id,
         content_type=request.headers.get("content-type", ""), content_length=request.content_length,

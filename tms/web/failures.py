@@ -8,8 +8,8 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
-from tms.models.known_issues import KnownIssueCreate
-from tms.models.quarantine import QuarantineCreate
+from tms.models.known_issues import KnownIssue, KnownIssueCreate, KnownIssueStatus, KnownIssueUpdate
+from tms.models.quarantine import QuarantineCreate, QuarantineEntry
 from tms.services import failures as failure_service
 from tms.services import flaky as flaky_service
 from tms.services import known_issues as known_issue_service
@@ -17,7 +17,8 @@ from tms.services import projects as project_service
 from tms.services import quarantine as quarantine_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 
 FLAKY_PAGE = 100
 
@@ -62,7 +63,7 @@ async def compare_page(request: AnyRequest, run_id: str, base: str | None = None
 async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                              errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
-    issues = []
+    issues: list[KnownIssue] = []
     if project is not None:
         issues, _ = await known_issue_service.list_issues(db, tenant, project_id=project.id, limit=500)
     return render(request, "failures/known_issues.html", status_code=status_code, active_nav="failures",
@@ -108,10 +109,8 @@ async def create_known_issue(request: AnyRequest) -> Template | Redirect:
 
 @post("/known-issues/{issue_id:str}/status", status_code=303)
 async def set_known_issue_status(request: AnyRequest, issue_id: str) -> Redirect:
-    from tms.models.known_issues import KnownIssueUpdate
-
     single, _ = await form_of(request)
-    status = "CLOSED" if single.get("status") == "CLOSED" else "OPEN"
+    status: KnownIssueStatus = "CLOSED" if single.get("status") == "CLOSED" else "OPEN"
     try:
         issue = await known_issue_service.update(db_of(request), tenant_of(request), issue_id,
                                                  KnownIssueUpdate(status=status))
@@ -137,7 +136,7 @@ async def delete_known_issue(request: AnyRequest, issue_id: str) -> Redirect:
 async def _quarantine_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                            errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
-    entries = []
+    entries: list[QuarantineEntry] = []
     if project is not None:
         entries, _ = await quarantine_service.list_entries(db, tenant, project_id=project.id, limit=500)
     return render(request, "failures/quarantine.html", status_code=status_code, active_nav="failures",
@@ -197,7 +196,7 @@ async def delete_quarantine(request: AnyRequest, entry_id: str) -> Redirect:
 async def flaky_page(request: AnyRequest, project_id: str | None = None, runs: int | None = None) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     project = await _project(request, project_id)
-    config = request.app.state.config
+    config = config_of(request)
     window = max(2, min(runs or config.get("flaky.runs"), flaky_service.MAX_RUNS))
     tests: list[Any] = []
     total = 0

@@ -27,6 +27,7 @@ def _keywords(language: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         dialect = None
     if dialect is None:
         dialect = Dialect.for_name("en")
+    assert dialect is not None  # English is built into the parser
     blocks = {
         *dialect.feature_keywords, *dialect.rule_keywords, *dialect.background_keywords,
         *dialect.scenario_keywords, *dialect.scenario_outline_keywords, *dialect.examples_keywords,
@@ -148,7 +149,7 @@ def _plain(message: str) -> str:
 def error_lines(detail: str) -> list[tuple[int | None, str]]:
     """Splits a validate_gherkin message into (line number, message) pairs for display at the line."""
     _, _, body = detail.partition("is not valid Gherkin: ")
-    items = []
+    items: list[tuple[int | None, str]] = []
     for part in (body or detail).split("; "):
         match = _LINE_REF.match(part)
         if match:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from litestar import Router, get
 from litestar.response import Template
 
+from tms.models.projects import Project
 from tms.services import dashboard as dashboard_service
 from tms.services import failures as failure_service
 from tms.services import projects as project_service
 from tms.services.errors import NotFound
+from tms.state import config_of, db_of
 from tms.web import charts
-from tms.web.common import AnyRequest, db_of, not_found, render, tenant_of
+from tms.web.common import AnyRequest, not_found, render, tenant_of
 from tms.web.runs import bar_segments
 from tms.web.session import page_guard
 
@@ -19,6 +21,7 @@ from tms.web.session import page_guard
 async def home(request: AnyRequest, project_id: str | None = None) -> Template:
     """The active project's dashboard; ``?project_id=`` peeks at another project without switching."""
     db, tenant = db_of(request), tenant_of(request)
+    project: Project | None
     if project_id:
         try:
             project = await project_service.get_project(db, tenant, project_id)
@@ -36,7 +39,7 @@ async def home(request: AnyRequest, project_id: str | None = None) -> Template:
         runs_chart=charts.stacked_runs(oldest_first), trend_chart=charts.pass_rate_trend(board.trend),
         bars={run.id: bar_segments(run.counts) for run in board.recent_runs},
         failure_panel=await failure_service.panel(db, tenant, project.id,
-                                                  flaky_runs=request.app.state.config.get("flaky.runs")),
+                                                  flaky_runs=config_of(request).get("flaky.runs")),
     )
 
 

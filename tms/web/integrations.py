@@ -18,7 +18,8 @@ from tms.integrations import KINDS
 from tms.services import integrations as integration_service
 from tms.services import retest as retest_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of
 from tms.web.session import needs_role, page_guard, safe_next
 
 # The secret crosses the redirect in the server-side session and is popped by the next GET, so it is
@@ -32,7 +33,7 @@ MAX_INBOUND_BYTES = 2 * 1024 * 1024
 async def inbound(request: Request[Any, Any, Any], integration_id: str) -> Response[dict[str, Any]]:
     body = await request.body()
     receipt = await integration_service.receive(
-        request.app.state.db, integration_id, request.headers, dict(request.query_params), body
+        db_of(request), integration_id, request.headers, dict(request.query_params), body
     )
     return Response(receipt.body(), status_code=receipt.status_code)
 
@@ -43,7 +44,7 @@ def inbound_router() -> Router:
 
 
 def _base_url(request: AnyRequest) -> str:
-    return str(request.app.state.config.base_url)
+    return str(config_of(request).base_url)
 
 
 def _with_urls(request: AnyRequest, row: dict[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,9 @@ from tms.services import cases as case_service
 from tms.services import projects as project_service
 from tms.services import sections as section_service
 from tms.services.errors import DomainError, NotFound
+from tms.state import config_of, db_of
 from tms.web.cases import view_from_query
-from tms.web.common import AnyRequest, convert, db_of, done, form_of, not_found, render, tenant_of
+from tms.web.common import AnyRequest, convert, done, form_of, not_found, render, tenant_of
 from tms.web.session import page_guard
 
 IMPORT_TTL_SECONDS = 3600
@@ -176,7 +177,7 @@ async def export(request: AnyRequest) -> Stream | Redirect:
 
 
 def _imports_dir(request: AnyRequest) -> Path:
-    path = Path(request.app.state.config.data_dir) / "imports"
+    path = Path(config_of(request).data_dir) / "imports"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

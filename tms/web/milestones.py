@@ -15,10 +15,10 @@ from tms.services import plans as plan_service
 from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
+from tms.state import db_of
 from tms.web.common import (
     AnyRequest,
     convert,
-    db_of,
     done,
     field_errors,
     form_of,

@@ -11,7 +11,8 @@ from litestar.response import Redirect, Template
 from tms.models.projects import ProjectCreate, ProjectUpdate
 from tms.services import projects as project_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.web.session import needs_role, page_guard
 
 
@@ -23,7 +24,7 @@ async def _page(request: AnyRequest, form: dict[str, str] | None = None, errors:
         projects = [p for p in projects if not p.archived]
     return render(request, "projects/list.html", status_code=status_code, active_nav="projects",
                   projects=projects, form=form or {}, errors=errors or {}, show_archived=show_archived,
-                  archived_count=archived_count, base_url=str(request.app.state.config.base_url))
+                  archived_count=archived_count, base_url=str(config_of(request).base_url))
 
 
 @get("/")
@@ -132,7 +133,7 @@ async def delete_project(request: AnyRequest, project_id: str) -> Template | Red
         errors = {"confirm_name": f"Type the project's name, “{project.name}”, exactly to delete it."}
         return await _edit_page(request, project, {**_edit_form(project), **form}, errors, status_code=400)
     counts = await project_service.delete_project(db_of(request), tenant_of(request), project.id,
-                                                  request.app.state.config.attachments_dir)
+                                                  config_of(request).attachments_dir)
     return done(request, "/projects", f"Project “{project.name}” deleted with {counts['cases']} cases, "
                                       f"{counts['runs']} runs and {counts['attachments']} attachments.")
 

@@ -21,10 +21,11 @@ from tms.services import projects as project_service
 from tms.services import runs as run_service
 from tms.services.errors import DomainError, NotFound
 from tms.services.paging import page_offset
+from tms.state import app_state, db_of
 from tms.store import case_views, run_views
 from tms.store import results as result_store
 from tms.web.cases import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.web.common import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.web.session import page_guard
 
 PAGE_SIZE = 50
@@ -198,17 +199,19 @@ async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict
 @post("/runs/new", status_code=303)
 async def create_run(request: AnyRequest) -> Template | Redirect:
     single, multi = await form_of(request)
-    form = {"name": single.get("name", ""), "project_id": single.get("project_id", ""),
-            "environment": single.get("environment", ""), "case_ids": multi.get("case_ids", []),
-            "all_matching": bool(single.get("all_matching")), "milestone_id": single.get("milestone_id", "")}
+    name, project_id = single.get("name", ""), single.get("project_id", "")
+    environment, milestone_id = single.get("environment", ""), single.get("milestone_id", "")
+    form = {"name": name, "project_id": project_id, "environment": environment,
+            "case_ids": multi.get("case_ids", []), "all_matching": bool(single.get("all_matching")),
+            "milestone_id": milestone_id}
     errors: dict[str, str] = {}
-    if not form["name"].strip():
+    if not name.strip():
         errors["name"] = "Give the run a name."
-    elif len(form["name"]) > 200:
+    elif len(name) > 200:
         errors["name"] = "At most 200 characters."
-    if not form["project_id"]:
+    if not project_id:
         errors["project_id"] = "Choose a project."
-    if len(form["environment"]) > 100:
+    if len(environment) > 100:
         errors["environment"] = "At most 100 characters."
     filters = _filters_from(single, "f_")
     if errors:
@@ -216,9 +219,9 @@ async def create_run(request: AnyRequest) -> Template | Redirect:
     case_ids = await _chosen_cases(request, single, multi)
     try:
         run = await run_service.create_run(db_of(request), tenant_of(request), RunCreate(
-            name=form["name"].strip(), project_id=form["project_id"],
-            environment=form["environment"].strip() or None, test_case_ids=case_ids,
-            milestone_id=form["milestone_id"] or None))
+            name=name.strip(), project_id=project_id,
+            environment=environment.strip() or None, test_case_ids=case_ids,
+            milestone_id=milestone_id or None))
     except DomainError as exc:
         field = {"test_case_ids": "case_ids"}.get(exc.field or "", exc.field or "name")
         return await _picker(request, form=form, errors={field: exc.detail}, status_code=400, filters=filters)
@@ -278,7 +281,7 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
 @get("/web/attachments/{attachment_id:str}")
 async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
     """The API's download for a signed-in user: same checks, same defensive headers."""
-    state = request.app.state
+    state = app_state(request)
     try:
         stored = await attachment_service.open_attachment(state.db, tenant_of(request), attachment_id,
                                                           state.config.attachments_dir)

@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 from litestar import Request
 from litestar.config.csrf import CSRFConfig
-from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware.csrf import CSRFMiddleware
 
 from tms.services.audit import Actor, acting_as
+from tms.state import Connection, app_state, db_of
 from tms.store import users as user_store
 
 # Each role may do what the ones before it may: viewers read, testers also execute runs and edit cases,
@@ -50,14 +50,14 @@ def needs_role(role: str) -> dict[str, Any]:
     return {"opt": {"role": role}}
 
 
-def _required_role(connection: ASGIConnection, handler: BaseRouteHandler) -> str:
+def _required_role(connection: Connection, handler: BaseRouteHandler) -> str:
     declared = handler.opt.get("role")
     if declared:
         return str(declared)
     return "viewer" if connection.scope.get("method") in _SAFE_METHODS else "tester"
 
 
-def check_role(connection: ASGIConnection, handler: BaseRouteHandler, user: WebUser) -> None:
+def check_role(connection: Connection, handler: BaseRouteHandler, user: WebUser) -> None:
     required = _required_role(connection, handler)
     if not user.has_role(required):
         raise PermissionDeniedException(f"This needs the {required} role; you are a {user.role}.")
@@ -70,14 +70,14 @@ class LoginRequired(Exception):
         self.location = location
 
 
-async def load_user(connection: ASGIConnection) -> WebUser | None:
+async def load_user(connection: Connection) -> WebUser | None:
     """The signed-in user, cached on the connection; None when the session is absent or stale."""
     if "tms_user" in connection.scope:
         return connection.scope["tms_user"]  # type: ignore[typeddict-item,no-any-return]
     user: WebUser | None = None
     user_id = connection.session.get("user_id") if "session" in connection.scope else None
     if user_id:
-        row = await user_store.get_user(connection.app.state.db, user_id)
+        row = await user_store.get_user(db_of(connection), user_id)
         # a deactivated user's sessions end at once: the row is read on every request
         if row is not None and row["tenant_status"] == "ACTIVE" and row["active"]:
             user = WebUser(row["id"], row["tenant_id"], row["tenant_name"], row["email"], row["name"], row["role"])
@@ -86,14 +86,14 @@ async def load_user(connection: ASGIConnection) -> WebUser | None:
     return user
 
 
-async def users_exist(connection: ASGIConnection) -> bool:
-    state = connection.app.state
+async def users_exist(connection: Connection) -> bool:
+    state = app_state(connection)
     if not state.setup_done:
         state.setup_done = await user_store.any_user_exists(state.db)
     return bool(state.setup_done)
 
 
-async def page_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+async def page_guard(connection: Connection, handler: BaseRouteHandler) -> None:
     """Web pages: signed-in users only, with the role the page needs; everyone else goes to /login,
     or to /setup on first run."""
     user = await load_user(connection)
@@ -107,7 +107,7 @@ async def page_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> N
     check_role(connection, handler, user)
 
 
-async def session_api_guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+async def session_api_guard(connection: Connection, handler: BaseRouteHandler) -> None:
     """Internal JSON API (/api/webhooks): a session, never a Bearer token; CSRF on unsafe methods.
 
     CSRF is checked here rather than by the CSRF middleware so that a request without a session
@@ -143,9 +143,9 @@ async def _never_called(scope: Any, receive: Any, send: Any) -> None:  # the mid
 def web_user(request: Request[Any, Any, Any]) -> WebUser:
     """The user a guarded handler runs for (the guard has already loaded it)."""
     user = request.scope.get("tms_user")
-    if user is None:
+    if not isinstance(user, WebUser):  # None: no guard signed anyone in
         raise NotAuthorizedException()
-    return user  # type: ignore[no-any-return]
+    return user
 
 
 def login_redirect_target(next_path: str) -> str:

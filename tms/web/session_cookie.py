@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie, MutableScopeHeaders
 from litestar.middleware.session.server_side import ServerSideSessionBackend, ServerSideSessionConfig
 from litestar.types import Empty, Message, ScopeSession
 from litestar.utils.dataclass import extract_dataclass_items
+
+from tms.state import Connection
 
 _LOADED = "tms_session_loaded"  # (stored bytes, expires_at) of the presented id, or None
 _ROTATE = "tms_session_rotate"
@@ -31,7 +32,7 @@ REFRESH_AFTER_SECONDS = 24 * 3600
 
 
 class RotatingSessionBackend(ServerSideSessionBackend):
-    async def load_from_connection(self, connection: ASGIConnection) -> dict[str, Any]:
+    async def load_from_connection(self, connection: Connection) -> dict[str, Any]:
         loaded = None
         session_id = connection.cookies.get(self.config.key)
         if session_id and session_id != "null":
@@ -40,7 +41,7 @@ class RotatingSessionBackend(ServerSideSessionBackend):
         connection.scope[_LOADED] = loaded  # type: ignore[literal-required]
         return self.deserialize_data(loaded[0]) if loaded is not None else {}
 
-    async def store_in_message(self, scope_session: ScopeSession, message: Message, connection: ASGIConnection) -> None:
+    async def store_in_message(self, scope_session: ScopeSession, message: Message, connection: Connection) -> None:
         scope = connection.scope
         store = self.config.get_store_from_app(scope["app"])
         headers = MutableScopeHeaders.from_message(message)
@@ -57,7 +58,7 @@ class RotatingSessionBackend(ServerSideSessionBackend):
         data = self.serialize_data(scope_session, scope)
         session_id = presented
         if (loaded is None or scope.get(_ROTATE)
-                or self.deserialize_data(loaded[0]).get("user_id") != scope_session.get("user_id")):
+                or self.deserialize_data(loaded[0]).get("user_id") != _user_id(scope_session)):
             if loaded is not None:
                 await self.delete(presented, store=store)  # type: ignore[arg-type]
             session_id = self.generate_session_id()
@@ -67,10 +68,15 @@ class RotatingSessionBackend(ServerSideSessionBackend):
         headers.add("Set-Cookie", Cookie(value=session_id, key=self.config.key, **params).to_header(header=""))
 
 
-def start_session(connection: ASGIConnection, data: dict[str, Any]) -> None:
+def start_session(connection: Connection, data: dict[str, Any]) -> None:
     """Signs a session in (login, setup): its data replaces the old session's, under a new id."""
     connection.scope["session"] = data
     connection.scope[_ROTATE] = True  # type: ignore[literal-required]
+
+
+def _user_id(session: ScopeSession) -> Any:
+    """The signed-in user of a session: a dict here (Litestar's type also allows structs)."""
+    return session.get("user_id") if isinstance(session, dict) else None
 
 
 def _due_for_refresh(expires_at: float | None, max_age: int | None) -> bool:
@@ -81,4 +87,4 @@ def _due_for_refresh(expires_at: float | None, max_age: int | None) -> bool:
 
 @dataclass
 class RotatingSessionConfig(ServerSideSessionConfig):
-    _backend_class = RotatingSessionBackend  # type: ignore[assignment]
+    _backend_class = RotatingSessionBackend

@@ -3,14 +3,17 @@ accept an invitation or set a new password; and every user's own Account page.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
 from tms.ids import now_iso
 from tms.services import team
 from tms.services.errors import DomainError, NotFound
+from tms.state import config_of, db_of
 from tms.store import users as user_store
-from tms.web.common import AnyRequest, db_of, done, form_of, not_found, render, tenant_of, user_of
+from tms.web.common import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import needs_role, page_guard
 
 # a freshly issued link crosses the redirect in the server-side session, shown once by the next GET
@@ -18,10 +21,10 @@ _LINK_KEY = "issued_link"
 
 
 def _errors_of(exc: DomainError, default: str) -> dict[str, str]:
-    return dict(getattr(exc, "errors", None) or {exc.field or default: exc.detail})
+    return dict(exc.fields) if isinstance(exc, team.FormErrors) else {exc.field or default: exc.detail}
 
 
-async def _team_page(request: AnyRequest, *, form: dict | None = None, errors: dict[str, str] | None = None,
+async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
                      status_code: int = 200) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     issued = request.session.pop(_LINK_KEY, None) if request.method == "GET" else None
@@ -46,7 +49,7 @@ async def invite(request: AnyRequest) -> Template | Redirect:
     form = {"email": single.get("email", ""), "role": single.get("role", "")}
     user = user_of(request)
     try:
-        link = await team.invite(db_of(request), request.app.state.config, user.tenant_id, user.tenant_name,
+        link = await team.invite(db_of(request), config_of(request), user.tenant_id, user.tenant_name,
                                  user.id, form["email"], form["role"])
     except DomainError as exc:
         return await _team_page(request, form=form, errors=_errors_of(exc, "email"), status_code=400)
@@ -96,7 +99,7 @@ async def set_active(request: AnyRequest, user_id: str) -> Redirect:
 @post("/team/{user_id:str}/reset", status_code=303)
 async def issue_reset(request: AnyRequest, user_id: str) -> Redirect:
     try:
-        link = await team.issue_reset(db_of(request), request.app.state.config, tenant_of(request),
+        link = await team.issue_reset(db_of(request), config_of(request), tenant_of(request),
                                       user_of(request).id, user_id)
     except NotFound as exc:
         raise not_found("user") from exc
@@ -113,7 +116,7 @@ def _renew_session(request: AnyRequest, user_id: str) -> None:
 
 # --- public: accept an invitation, set a new password ------------------------------------------------
 
-async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict | None = None,
+async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     try:
         link = await team.open_link(db_of(request), secret, kind)
@@ -169,8 +172,8 @@ async def reset(request: AnyRequest, secret: str) -> Template | Redirect:
 
 # --- own account ---------------------------------------------------------------------------------------
 
-async def _account_page(request: AnyRequest, *, form: dict | None = None, errors: dict[str, str] | None = None,
-                        status_code: int = 200) -> Template:
+async def _account_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
+                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     user = user_of(request)
     return render(request, "team/account.html", status_code=status_code, active_nav="account",
                   form=form or {"name": user.name}, errors=errors or {})

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
 from tms.services import audit
 from tms.services import tokens as token_service
 from tms.services.errors import DomainError, NotFound
-from tms.web.common import AnyRequest, db_of, done, field_errors, form_of, not_found, render, tenant_of, user_of
+from tms.state import db_of
+from tms.web.common import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import needs_role, page_guard
 
 # The new token crosses the redirect in the server-side session and is popped by the next GET,
@@ -16,7 +19,7 @@ from tms.web.session import needs_role, page_guard
 _NEW_TOKEN_KEY = "new_token"  # noqa: S105 - a session key, not a secret
 
 
-async def _page(request: AnyRequest, *, form: dict | None = None, errors: dict[str, str] | None = None,
+async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
                 status_code: int = 200) -> Template:
     new_token = request.session.pop(_NEW_TOKEN_KEY, None) if request.method == "GET" else None
     tokens = await token_service.list_tokens(db_of(request), tenant_of(request))
@@ -40,10 +43,11 @@ async def tokens_page(request: AnyRequest) -> Template:
 @post("/tokens", status_code=303)
 async def create_token(request: AnyRequest) -> Template | Redirect:
     single, multi = await form_of(request)
-    form = {"name": single.get("name", ""), "scopes": multi.get("scopes", [])}
+    name, scopes = single.get("name", ""), multi.get("scopes", [])
+    form = {"name": name, "scopes": scopes}
     try:
         created = await token_service.create_token(
-            db_of(request), tenant_of(request), form["name"], form["scopes"], created_by=user_of(request).id
+            db_of(request), tenant_of(request), name, scopes, created_by=user_of(request).id
         )
     except DomainError as exc:
         return await _page(request, form=form, errors=field_errors(exc, "name"), status_code=400)

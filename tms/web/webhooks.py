@@ -15,7 +15,8 @@ from tms.models.webhooks import FORMATS, SubscriptionCreate, SubscriptionUpdate
 from tms.services import webhooks as webhook_service
 from tms.services.errors import Conflict, DomainError, NotFound
 from tms.services.events import EVENT_NAMES
-from tms.web.common import AnyRequest, convert, db_of, done, field_errors, form_of, not_found, render, tenant_of
+from tms.state import config_of, db_of
+from tms.web.common import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.web.session import needs_role, page_guard
 
 EVENT_HELP = {
@@ -34,10 +35,6 @@ FORMAT_LABELS = {
 }
 
 FORMAT_NAMES = {"standard": "Standard", "slack": "Slack", "teams": "Teams", "google_chat": "Google Chat"}
-
-
-def _config(request: AnyRequest) -> Any:
-    return request.app.state.config
 
 
 def _form(single: dict[str, str], multi: dict[str, list[str]]) -> dict[str, Any]:
@@ -73,13 +70,13 @@ def _errors(errors: dict[str, str]) -> dict[str, str]:
 
 
 async def _previews(request: AnyRequest) -> dict[str, Any]:
-    previews = await webhook_service.previews(db_of(request), _config(request), tenant_of(request))
+    previews = await webhook_service.previews(db_of(request), config_of(request), tenant_of(request))
     return {"previews": previews, "formats": FORMATS, "format_labels": FORMAT_LABELS, "format_names": FORMAT_NAMES}
 
 
 async def _list_page(request: AnyRequest, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    subscriptions = await webhook_service.list_subscriptions(db_of(request), _config(request), tenant_of(request))
+    subscriptions = await webhook_service.list_subscriptions(db_of(request), config_of(request), tenant_of(request))
     form = form or {"events": list(EVENT_NAMES[:2]), "active": True, "format": "standard", "environments": ""}
     return render(request, "webhooks/list.html", status_code=status_code, active_nav="settings",
                   settings_nav="webhooks", subscriptions=subscriptions, event_names=EVENT_NAMES,
@@ -99,7 +96,7 @@ async def create_webhook(request: AnyRequest) -> Template | Redirect:
                                                 "format": form["format"], "filters": _filters(form)})
     if body is not None:
         try:
-            created = await webhook_service.create_subscription(db_of(request), _config(request),
+            created = await webhook_service.create_subscription(db_of(request), config_of(request),
                                                                 tenant_of(request), body)
         except DomainError as exc:
             errors = field_errors(exc, "url")
@@ -113,7 +110,7 @@ async def create_webhook(request: AnyRequest) -> Template | Redirect:
 
 async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str, Any] | None = None,
                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, config, tenant = db_of(request), _config(request), tenant_of(request)
+    db, config, tenant = db_of(request), config_of(request), tenant_of(request)
     try:
         subscription = await webhook_service.get_subscription(db, config, tenant, subscription_id)
         deliveries = await webhook_service.list_deliveries(db, config, tenant, subscription_id, limit=50)
@@ -146,7 +143,7 @@ async def update_webhook(request: AnyRequest, subscription_id: str) -> Template 
     body, errors = convert(SubscriptionUpdate, data)
     if body is not None:
         try:
-            await webhook_service.update_subscription(db_of(request), _config(request), tenant_of(request),
+            await webhook_service.update_subscription(db_of(request), config_of(request), tenant_of(request),
                                                       subscription_id, body)
         except NotFound as exc:
             raise not_found("webhook") from exc
@@ -159,7 +156,7 @@ async def update_webhook(request: AnyRequest, subscription_id: str) -> Template 
 
 async def _set_active(request: AnyRequest, subscription_id: str, active: bool) -> Redirect:
     try:
-        await webhook_service.update_subscription(db_of(request), _config(request), tenant_of(request),
+        await webhook_service.update_subscription(db_of(request), config_of(request), tenant_of(request),
                                                   subscription_id, SubscriptionUpdate(active=active))
     except NotFound as exc:
         raise not_found("webhook") from exc
@@ -180,7 +177,7 @@ async def resume_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 @post("/{subscription_id:str}/delete", status_code=303)
 async def delete_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
     try:
-        await webhook_service.delete_subscription(db_of(request), _config(request), tenant_of(request),
+        await webhook_service.delete_subscription(db_of(request), config_of(request), tenant_of(request),
                                                   subscription_id)
     except NotFound as exc:
         raise not_found("webhook") from exc
@@ -191,7 +188,7 @@ async def delete_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 async def ping_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
     target = f"/settings/webhooks/{subscription_id}"
     try:
-        await webhook_service.ping(db_of(request), _config(request), tenant_of(request), subscription_id)
+        await webhook_service.ping(db_of(request), config_of(request), tenant_of(request), subscription_id)
     except NotFound as exc:
         raise not_found("webhook") from exc
     except Conflict as exc:
@@ -203,7 +200,7 @@ async def ping_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 async def redeliver(request: AnyRequest, subscription_id: str, delivery_id: str) -> Redirect:
     target = f"/settings/webhooks/{subscription_id}"
     try:
-        await webhook_service.redeliver(db_of(request), _config(request), tenant_of(request), subscription_id,
+        await webhook_service.redeliver(db_of(request), config_of(request), tenant_of(request), subscription_id,
                                         delivery_id)
     except NotFound as exc:
         raise not_found("delivery") from exc

@@ -22,13 +22,14 @@ from tms.models.webhooks import (
     SubscriptionUpdate,
 )
 from tms.services import webhooks as service
+from tms.state import app_state
 from tms.web.session import needs_role, session_api_guard, web_user
 
 AnyRequest = Request[Any, Any, Any]
 
 
 def _ctx(request: AnyRequest) -> tuple[Any, Any, str]:
-    state = request.app.state
+    state = app_state(request)
     return state.db, state.config, web_user(request).tenant_id
 
 

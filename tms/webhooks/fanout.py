@@ -76,7 +76,8 @@ class _Events:
     def environment(self, target: Row) -> str | None:
         data = self.data.get(target["event_id"], {})
         if "environment" in data:
-            return data["environment"]
+            environment: str | None = data["environment"]
+            return environment
         run = self.runs.get(str(data.get("run_id")))
         return run["environment"] if run is not None and run["tenant_id"] == target["tenant_id"] else None
 

@@ -1,0 +1,73 @@
+"""The objects every request shares (database, config, ...), typed: what ``create_app`` puts in the
+app's state and the one way handlers, guards and middleware reach them.
+
+Litestar's ``State`` is a dict read by attribute, so ``request.app.state.db`` is ``Any`` to the type
+checker. ``AppState`` declares its keys; ``db_of(request)`` / ``config_of(request)`` /
+``app_state(request)`` give them back typed. Use these instead of ``request.app.state.<key>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, cast
+
+from litestar.connection import ASGIConnection
+from litestar.datastructures import State
+
+if TYPE_CHECKING:
+    from tms.config import Config
+    from tms.db import Database
+    from tms.services.tokens import LastUsedTracker
+    from tms.web.throttle import LoginThrottle
+
+# any request or websocket, whatever its user, auth and handler types
+Connection = ASGIConnection[Any, Any, Any, Any]
+
+
+class AppState(State):
+    """The app's state with its keys declared; built once, by ``create_app``, with ``AppState.of``."""
+
+    config: Config
+    db: Database
+    token_usage: LastUsedTracker  # tokens' last use, written in batches
+    login_throttle: LoginThrottle
+    inflation_slots: asyncio.Semaphore  # gzip bodies inflated at once (tms.api.bodies)
+    setup_token: str | None  # the one-time token of the first-run setup page
+    setup_done: bool  # a user exists: the setup page is closed
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        config: Config,
+        db: Database,
+        token_usage: LastUsedTracker,
+        login_throttle: LoginThrottle,
+        inflation_slots: asyncio.Semaphore,
+        setup_token: str | None,
+    ) -> AppState:
+        return cls(
+            {
+                "config": config,
+                "db": db,
+                "token_usage": token_usage,
+                "login_throttle": login_throttle,
+                "inflation_slots": inflation_slots,
+                "setup_token": setup_token,
+                "setup_done": False,
+            }
+        )
+
+
+def app_state(connection: Connection) -> AppState:
+    # create_app is the one place that builds the app and its state (tests may stand in a namespace
+    # with the keys they need), so this is a declaration to the type checker, not a runtime check
+    return cast(AppState, connection.app.state)
+
+
+def db_of(connection: Connection) -> Database:
+    return app_state(connection).db
+
+
+def config_of(connection: Connection) -> Config:
+    return app_state(connection).config
