@@ -146,7 +146,7 @@ class _Stream:
         return found
 
     def events(self) -> Iterator[tuple[str, str, Any]]:
-        parser = ElementTree.XMLPullParser(events=("start",))  # only until the root is known
+        parser: Any = ElementTree.XMLPullParser(events=("start",))  # start events only until the root is known
         with open(self.path, "rb") as handle:
             while True:
                 data = handle.read(_CHUNK)
