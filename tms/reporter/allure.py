@@ -21,6 +21,7 @@ uploaded; `source` is a file name in the results directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -40,6 +41,8 @@ from tms.reporter.reading import (
 
 _STATUS = {"passed": "PASSED", "failed": "FAILED", "broken": "BROKEN", "skipped": "SKIPPED", "unknown": "UNKNOWN"}
 _MAX_STEP_DEPTH = 64
+# the labels read (adapters write a dozen more: host, thread, language, package, ...)
+_USED_LABELS = frozenset({"parentSuite", "suite", "subSuite", "testClass", "tag", "service", "framework"})
 
 
 class _Attachment(msgspec.Struct):
@@ -127,7 +130,7 @@ class AllureResults:
                     pass  # not a whole document: read the file itself
             if result is None:
                 result = decode_json(path, read_json_bytes(path), _DECODER, "Allure result")
-            outcome = _outcome(result, path, self._base(path))
+            outcome = _outcome(result, path, self._base)
         except ReportError as exc:
             self.errors.append(exc)
             return
@@ -174,7 +177,7 @@ class AllureResults:
         return outcomes, self.errors
 
 
-def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
+def _outcome(result: _Result, path: str, base_of: Callable[[str], str]) -> TestOutcome:
     raw = result.status
     status = _STATUS.get(raw.lower()) if isinstance(raw, str) else None
     if status is None:
@@ -182,7 +185,7 @@ def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
     labels: dict[str, list[str]] = {}
     for label in result.labels or ():
         value = label.value
-        if isinstance(value, str) and isinstance(label.name, str):
+        if isinstance(value, str) and isinstance(label.name, str) and label.name in _USED_LABELS:
             value = value.strip()
             if value:
                 found = labels.get(label.name)
@@ -235,7 +238,7 @@ def _outcome(result: _Result, path: str, base: str) -> TestOutcome:
     for attachment in _attachments(result) if result.attachments or result.steps else ():
         if isinstance(attachment.source, str) and attachment.source.strip():
             name = attachment.name if isinstance(attachment.name, str) and attachment.name else attachment.source
-            outcome.attachments.append((name, resolve_path(base, attachment.source)))
+            outcome.attachments.append((name, resolve_path(base_of(path), attachment.source)))
     return outcome
 
 

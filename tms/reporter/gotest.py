@@ -158,8 +158,11 @@ def looks_like_gotest(head: bytes) -> bool:
     """The first line that starts with "{" is a go test event."""
     text = head.lstrip()
     if text.startswith(b"{"):  # the common case (any JSON object): its first line is the one
-        cut = [i for i in (text.find(b"\n"), text.find(b"\r")) if i >= 0]
-        return _is_event(text[: min(cut)] if cut else text)
+        end = text.find(b"\n")
+        end = text.find(b"\r", 0, end) if end >= 0 else text.find(b"\r")
+        if end < 0:
+            end = text.find(b"\n")
+        return _is_event(text[:end] if end >= 0 else text)
     for raw in head.splitlines():
         line = raw.strip()
         if line.startswith(b"{"):
