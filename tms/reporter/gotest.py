@@ -170,12 +170,21 @@ def looks_like_gotest(head: bytes) -> bool:
     return False
 
 
+class _Probe(msgspec.Struct):
+    """The keys that make a JSON object a go test event (any other key is skipped, not built)."""
+
+    Action: Any = msgspec.UNSET
+    Package: Any = msgspec.UNSET
+    Test: Any = msgspec.UNSET
+
+
+_PROBE = msgspec.json.Decoder(_Probe)
+
+
 def _is_event(line: bytes) -> bool:
-    line = line.strip()
-    if b"Action" not in line and b"\\u" not in line:
-        return False  # no "Action" key, not even spelled with escapes: no need to decode it
     try:
-        event: Any = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+        probe = _PROBE.decode(line.strip())
+    except msgspec.DecodeError:  # malformed, or not an object (a ValidationError is a DecodeError)
         return False
-    return isinstance(event, dict) and "Action" in event and ("Package" in event or "Test" in event)
+    return probe.Action is not msgspec.UNSET and (probe.Package is not msgspec.UNSET
+                                                   or probe.Test is not msgspec.UNSET)
