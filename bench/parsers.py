@@ -1,14 +1,16 @@
 """Parser benchmark (issue 16): every report format with 50,000 tests, and a 100-file Allure directory.
 
-    .venv/bin/python bench/parsers.py [--tests 50000] [--runs 3] [--only ctrf,trx] [--append]
+    .venv/bin/python bench/parsers.py [--tests 50000] [--runs 3] [--only ctrf,trx] [--baseline REF] [--append]
 
 For each format a realistic report is generated (nested suites, 5% failures with a stack and output,
 3% errors, 4% skips, 2% retried tests, a `@service` tag on every tenth test), then read in a fresh
-subprocess that reports its own wall time and peak RSS (VmHWM): detection, parse, retry folding and
-mapping to ingest items, as `tms ingest` does before sending. The JUnit row (issue 6's parser, which
-met these targets on a quiet machine) calibrates a loaded one. Targets: < 2 s and < 150 MB for
-50,000 tests; < 1 s for a 100-file Allure results directory. --append records the table in
-bench/README.md under "## Report formats (issue 16)".
+subprocess that reports its own wall time, CPU time and peak RSS (VmHWM): exactly what `tms ingest`
+does before sending (finding the files, detection, parse, retry folding, mapping to ingest items).
+--baseline REF also measures the `tms` package of git revision REF (exported to a temporary
+directory) on the same reports, its runs alternating with the working tree's, so a before/after
+pair shares the machine's load. Targets: < 2 s and < 150 MB for 50,000 tests; < 1 s for a 100-file
+Allure results directory. --append records the table in bench/README.md under
+"## Report formats (issue 16)".
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ HEADING = "## Report formats (issue 16)"
 STACK = "Traceback (most recent call last):\n" + "  File \"shop/checkout.py\", line 10, in pay\n" * 12
 
 CHILD = r"""
-import glob, json, os, resource, sys, time
+import io, json, os, resource, sys, time
 def peak_mb():
     try:
         for line in open("/proc/self/status"):
@@ -40,27 +42,22 @@ def peak_mb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-from tms.reporter.allure import parse_allure
-from tms.reporter.cli import PARSERS
-from tms.reporter.detect import detect
+sys.path.insert(0, os.getcwd())  # the tree measured: the working tree, or the --baseline export
+from tms.reporter.cli import Console, _parse_all
+from tms.reporter.files import expand
 from tms.reporter.mapping import to_items
-from tms.reporter.model import fold_retries
 baseline = peak_mb()
 path = sys.argv[1]
 start, cpu = time.perf_counter(), time.process_time()
-if os.path.isdir(path):
-    files = sorted(glob.glob(os.path.join(path, "*.json")))
-    kinds = {detect(f) for f in files}
-    outcomes, errors = parse_allure(files)
-    assert not errors and kinds == {"allure"}, (errors[:1], kinds)
-else:
-    outcomes = PARSERS[detect(path)](path)
-parsed = time.perf_counter()
-items = to_items(fold_retries(outcomes))
+files, _ = expand([path])
+outcomes, parsed, errors = _parse_all([path], files, Console(None, False, io.StringIO(), io.StringIO()))
+assert not errors and parsed, (errors[:1], len(parsed))
+read = time.perf_counter()
+items = to_items(outcomes)
 done = time.perf_counter()
-print(json.dumps({"tests": len(outcomes), "results": len(items), "parse_s": parsed - start,
-                  "cpu_s": time.process_time() - cpu,
-                  "total_s": done - start, "baseline_mb": baseline, "peak_mb": peak_mb()}))
+print(json.dumps({"tests": len(outcomes), "results": len(items), "parse_s": read - start,
+                  "cpu_s": time.process_time() - cpu, "total_s": done - start, "baseline_mb": baseline,
+                  "peak_mb": peak_mb(), "tree": os.getcwd()}))
 """
 
 
@@ -304,10 +301,21 @@ def size_of(path: Path) -> int:
     return path.stat().st_size
 
 
-def measure(report: Path) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(report)], cwd=ROOT, capture_output=True, text=True,
+def measure(report: Path, tree: Path = ROOT) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(report)], cwd=tree, capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def export(ref: str, into: Path) -> Path:
+    """The `tms` package of git revision `ref`, unpacked under `into`."""
+    archive = subprocess.run(["git", "archive", ref, "tms"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def best_of(runs: list[dict[str, float]]) -> tuple[dict[str, float], float]:
+    return min(runs, key=lambda r: r["total_s"]), max(r["peak_mb"] for r in runs)
 
 
 def main() -> int:
@@ -315,6 +323,7 @@ def main() -> int:
     parser.add_argument("--tests", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3, help="runs per format; the best time and the worst RSS count")
     parser.add_argument("--only", help="comma-separated formats (default: all)")
+    parser.add_argument("--baseline", metavar="REF", help="also measure git revision REF's parsers (before/after)")
     parser.add_argument("--append", action="store_true", help="append the numbers to bench/README.md")
     args = parser.parse_args()
     kinds = args.only.split(",") if args.only else list(GENERATORS)
@@ -323,27 +332,39 @@ def main() -> int:
         cases.append(("allure", 100))
     if "robot" in kinds:
         cases.append(("robot-100mb", 2_000))
-    lines = [f"| format | tests | size | parse (best of {args.runs}) | parse + fold + map (CPU) | peak RSS | target |",
-             "|---|---|---|---|---|---|---|"]
+    before = f"before ({args.baseline}): total (CPU), RSS | " if args.baseline else ""
+    lines = [f"| format | tests | size | {before}parse (best of {args.runs}) | total (CPU) | peak RSS | target |",
+             "|---|---|---|---|---|---|---|" + ("---|" if args.baseline else "")]
     missed = 0
-    for kind, count in cases:
-        with tempfile.TemporaryDirectory() as tmp:
-            report = Path(tmp) / ("allure-results" if kind == "allure" else f"report.{kind}")
-            (gen_robot_big if kind == "robot-100mb" else GENERATORS[kind])(report, count)
-            size = size_of(report) / 1e6
-            runs = [measure(report) for _ in range(args.runs)]
-        best = min(runs, key=lambda r: r["total_s"])
-        peak = max(r["peak_mb"] for r in runs)
-        limit = 1.0 if kind == "allure" and count <= 100 else 2.0
-        ok = best["total_s"] < limit and peak < 150
-        missed += not ok
-        label = f"{kind} ({count} files)" if kind == "allure" else kind
-        lines.append(f"| {label} | {best['tests']:,} | {size:.1f} MB | {best['parse_s']:.2f} s | "
-                     f"{best['total_s']:.2f} s ({best['cpu_s']:.2f} s) | {peak:.0f} MB | < {limit:.0f} s, < 150 MB: "
-                     f"{'met' if ok else 'MISSED'} |")
-        print(lines[-1], flush=True)
-    load = os.getloadavg()[0]
-    verdict = f"load average {load:.1f} on {os.cpu_count()} cores; {missed} target(s) missed"
+    loads = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as scratch:
+        old_tree = export(args.baseline, Path(scratch)) if args.baseline else None
+        for kind, count in cases:
+            with tempfile.TemporaryDirectory() as tmp:
+                report = Path(tmp) / ("allure-results" if kind == "allure" else f"report.{kind}")
+                (gen_robot_big if kind == "robot-100mb" else GENERATORS[kind])(report, count)
+                size = size_of(report) / 1e6
+                runs, old_runs = [], []
+                for _ in range(args.runs):  # alternating, so both trees see the same load
+                    if old_tree is not None:
+                        old_runs.append(measure(report, old_tree))
+                    runs.append(measure(report))
+            loads.append(os.getloadavg()[0])
+            best, peak = best_of(runs)
+            limit = 1.0 if kind == "allure" and count <= 100 else 2.0
+            ok = best["total_s"] < limit and peak < 150
+            missed += not ok
+            label = f"{kind} ({count} files)" if kind == "allure" else kind
+            was = ""
+            if old_runs:
+                old, old_peak = best_of(old_runs)
+                was = f"{old['total_s']:.2f} s ({old['cpu_s']:.2f} s), {old_peak:.0f} MB | "
+            lines.append(f"| {label} | {best['tests']:,} | {size:.1f} MB | {was}{best['parse_s']:.2f} s | "
+                         f"{best['total_s']:.2f} s ({best['cpu_s']:.2f} s) | {peak:.0f} MB | "
+                         f"< {limit:.0f} s, < 150 MB: {'met' if ok else 'MISSED'} |")
+            print(lines[-1], flush=True)
+    verdict = (f"load average (1 min) {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores; "
+               f"{missed} target(s) missed")
     print(verdict)
     if args.append:
         _append(lines, verdict, args)
@@ -355,13 +376,18 @@ def _append(lines: list[str], verdict: str, args: argparse.Namespace) -> None:
     command = f".venv/bin/python bench/parsers.py --tests {args.tests} --runs {args.runs}"
     if args.only:
         command += f" --only {args.only}"
+    if args.baseline:
+        command += f" --baseline {args.baseline}"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     entry = (f"\n{stamp}, {platform.python_implementation()} {platform.python_version()}, "
              f"`{command}`:\n\n" + "\n".join(lines) + f"\n\n{verdict}.\n")
     if HEADING not in text:
         text = text.rstrip("\n") + f"\n\n{HEADING}\n\nEach format's parser on a generated report in a fresh process "
-        text += "(bench/parsers.py): detection, parse, retry folding and mapping to ingest items.\n"
-    README.write_text(text.rstrip("\n") + "\n" + entry)
+        text += "(bench/parsers.py): finding the files, detection, parse, retry folding and mapping to ingest items.\n"
+    start = text.index(HEADING) + len(HEADING)
+    end = text.find("\n## ", start)  # the entry goes at the end of this section, before the next one
+    end = len(text) if end < 0 else end + 1
+    README.write_text(text[:end].rstrip("\n") + "\n" + entry + ("\n" + text[end:] if end < len(text) else ""))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ was made) and on broken input. No server: these are the client's own rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -11,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from tms.reporter.allure import parse_allure
+from tms.reporter import reading
+from tms.reporter.allure import AllureResults, parse_allure
 from tms.reporter.cli import PARSERS
 from tms.reporter.detect import FORMATS, detect
+from tms.reporter.files import classify, expand
 from tms.reporter.mapping import to_items
 from tms.reporter.model import ReportError, TestOutcome, fold_retries
 
@@ -419,3 +422,122 @@ def test_external_entities_and_dtds_are_never_fetched(tmp_path: Path, kind: str)
                      encoding="utf-16")
     with pytest.raises(ReportError, match="possible XML bomb"):
         PARSERS[kind](str(utf16))
+
+
+# --- streaming XML: the same outcomes however the file arrives, and a test's log is not kept -------------
+
+XML_FIXTURES = [("trx/jest.trx", "trx"), ("trx/mstest.trx", "trx"), ("nunit/pytest-nunit.xml", "nunit"),
+                ("xunit/jest-xunit.xml", "xunit"), ("xunit/xunit-dotnet.xml", "xunit"),
+                ("testng/testng-results.xml", "testng"), ("robot/output.xml", "robot")]
+
+
+def as_dicts(outcomes: list[TestOutcome]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(o) for o in outcomes]
+
+
+@pytest.mark.parametrize(("path", "kind"), XML_FIXTURES)
+def test_xml_cut_into_any_chunks_reads_the_same(path: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tree is walked after every chunk the parser is fed: an element open across a chunk's end
+    (a suite, a test, a tag cut in two) must come out exactly as when the file is read whole."""
+    whole = as_dicts(PARSERS[kind](str(FIXTURES / path)))
+    assert whole
+    for size in (1, 7, 100, 4096):
+        monkeypatch.setattr(reading, "_CHUNK", size)
+        assert as_dicts(PARSERS[kind](str(FIXTURES / path))) == whole, size
+
+
+@pytest.mark.parametrize(("path", "kind"), XML_FIXTURES)
+def test_xml_read_the_same_without_silencing_the_parser(path: str, kind: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where XMLPullParser has no `_setevents` (another Python), its start events are read and dropped."""
+    whole = as_dicts(PARSERS[kind](str(FIXTURES / path)))
+    monkeypatch.setattr(reading, "_quiet", lambda parser: None)
+    monkeypatch.setattr(reading, "_CHUNK", 50)
+    assert as_dicts(PARSERS[kind](str(FIXTURES / path))) == whole
+
+
+def test_xml_stream_events_and_drops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = tmp_path / "r.xml"
+    report.write_text('<r><s name="a"><t n="1"><x/></t><s name="b"><t n="2"/></s></s><t n="3"/></r>')
+    for size in (1, 5, 1000):
+        monkeypatch.setattr(reading, "_CHUNK", size)
+        # a unit ends whole (with its children); anything else ends emptied, its children handed out before
+        events = [(event, tag, elem.get("name") or elem.get("n"), len(elem) if event == "end" else None)
+                  for event, tag, elem in reading.xml_stream(str(report), frozenset({"t"}))]
+        assert events == [("start", "r", None, None), ("start", "s", "a", None), ("end", "t", "1", 1),
+                          ("start", "s", "b", None), ("end", "t", "2", 0), ("end", "s", "b", 0),
+                          ("end", "s", "a", 0), ("end", "t", "3", 0), ("end", "r", None, 0)], size
+
+
+def test_robot_keyword_logs_are_dropped_while_their_test_is_read(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    log = "x" * 1000
+    keywords = "".join(f'<kw name="Log {n}"><msg time="2026-11-23T10:00:00" level="INFO">{log}</msg>'
+                       '<status status="PASS" start="2026-11-23T10:00:00" elapsed="0.001"/></kw>' for n in range(300))
+    report = tmp_path / "output.xml"
+    report.write_text(f'<robot><suite name="S"><test name="loud">{keywords}'
+                      '<kw name="Fail"><status status="FAIL" start="2026-11-23T10:00:00" elapsed="0.001"/></kw>'
+                      '<status status="FAIL" start="2026-11-23T10:00:00" elapsed="1.5">boom</status>'
+                      '</test></suite></robot>')
+    monkeypatch.setattr(reading, "_CHUNK", 4096)
+    [(_, _, test)] = [e for e in reading.xml_stream(str(report), frozenset({"test"}), prune="msg") if e[1] == "test"]
+    kept = sum(len(msg.text or "") for msg in test.iter("msg"))
+    assert kept <= 8 * len(log)  # only what the last chunks held, not the test's 300 kB of log
+    [outcome] = PARSERS["robot"](str(report))
+    assert outcome.status == "FAILED" and outcome.error_message == "boom" and outcome.duration_ms == 1500
+    assert outcome.error_stack == "boom\n\nfailing keywords:\n  Fail"
+
+
+@pytest.mark.parametrize("kind", sorted(XML_FORMATS))
+def test_entity_bombs_are_refused_however_the_file_is_cut(tmp_path: Path, kind: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    levels = ['<!ENTITY a0 "lol">'] + [f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 10)]
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE t [{"".join(levels)}]>\n{XML_FORMATS[kind][:-1]} n="&a9;"/>\n')
+    monkeypatch.setattr(reading, "_CHUNK", 3)
+    with pytest.raises(ReportError, match="possible XML bomb"):
+        PARSERS[kind](str(bomb))
+
+
+# --- Allure: each file read once, and again only when detection did not read all of it ------------------
+
+def allure_result(name: str, trace: str = "") -> str:
+    return json.dumps({"uuid": name, "historyId": name, "name": name, "status": "failed" if trace else "passed",
+                       "statusDetails": {"message": "boom", "trace": trace}, "start": 1795455137000,
+                       "stop": 1795455137010, "labels": [{"name": "suite", "value": "S"}]})
+
+
+def test_allure_result_larger_than_the_detected_head_is_read_whole(tmp_path: Path) -> None:
+    big = tmp_path / "a-result.json"
+    big.write_text(allure_result("big", "at line\n" * 20_000))  # 160 kB: more than detection reads
+    small = tmp_path / "b-result.json"
+    small.write_text(allure_result("small"))
+    files, _ = expand([str(tmp_path)])
+    reports, _ = classify(files, explicit=set())
+    assert [(r.format, r.content is None) for r in reports] == [("allure", True), ("allure", False)]
+    results = AllureResults()
+    for report in reports:
+        results.add(report.path, report.content)
+    outcomes, errors = results.finish()
+    assert errors == [] and [o.name for o in outcomes] == ["big", "small"]
+    assert outcomes[0].error_message == "boom" and "[144045 characters cut]" in (outcomes[0].error_stack or "")
+    # bytes that are not the whole document (a short read) are not trusted: the file is read again
+    results = AllureResults()
+    results.add(str(small), small.read_bytes()[:40])
+    assert [o.name for o in results.finish()[0]] == ["small"]
+    results = AllureResults()
+    results.add(str(big), b'{"name": ')
+    results.add(str(tmp_path / "gone-result.json"), b'{"name": ')
+    outcomes, errors = results.finish()
+    assert [o.name for o in outcomes] == ["big"] and [e.path for e in errors] == [str(tmp_path / "gone-result.json")]
+
+
+def test_gotest_detected_with_escaped_keys_and_json_objects_are_not(tmp_path: Path) -> None:
+    escaped = tmp_path / "go.json"
+    escaped.write_text('\n  {"\\u0041ction":"run","Package":"p","Test":"TestA"}\n')
+    assert detect(str(escaped)) == "gotest"
+    ctrf = tmp_path / "ctrf.json"
+    ctrf.write_text('{\n  "results": {\n    "tool": {"name": "jest"}, "tests": []}}')
+    assert detect(str(ctrf)) == "ctrf"
+    ctrf.write_text('{"x": 1,\n "reportFormat" : "CTRF", "results": {"tests": []}}')
+    assert detect(str(ctrf)) == "ctrf"

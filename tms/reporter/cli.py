@@ -27,8 +27,8 @@ from typing import Any, TextIO
 from urllib.parse import quote, urlsplit
 
 from tms.reporter import attachments as report_files
+from tms.reporter.allure import AllureResults
 from tms.reporter.allure import is_container as is_allure_container
-from tms.reporter.allure import parse_allure
 from tms.reporter.ctrf import parse_ctrf
 from tms.reporter.cucumber import parse_cucumber
 from tms.reporter.detect import (
@@ -50,7 +50,7 @@ from tms.reporter.gate import EXIT_GATE, GATES, GateError, classify_failures, de
 from tms.reporter.gotest import parse_gotest
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
-from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries
+from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries, paused_gc
 from tms.reporter.nunit import parse_nunit
 from tms.reporter.playwright import parse_playwright
 from tms.reporter.projects import ProjectNotResolved, resolve_project
@@ -252,6 +252,7 @@ PARSERS: dict[str, Callable[[str], list[TestOutcome]]] = {
 }
 
 
+@paused_gc
 def _parse_all(arguments: list[str], files: list[str], console: Console,
                forced: str | None = None) -> tuple[list[TestOutcome], list[str], list[ReportError]]:
     """Outcomes of every readable report, the files read, and the errors of those that could not be
@@ -259,13 +260,18 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
     explicit = {os.path.normpath(a) for a in arguments if os.path.isfile(a)}
     reports: list[Report] = []
     errors: list[ReportError] = []
+    allure_results = AllureResults()  # read as they are found: detection has read each one already
     for path in files:
         try:
             found_reports, skipped = classify([path], explicit, forced)
         except ReportError as exc:
             errors.append(exc)
             continue
-        reports.extend(found_reports)
+        for found_report in found_reports:
+            if found_report.format == ALLURE:
+                allure_results.add(found_report.path, found_report.content)
+                found_report = Report(found_report.path, ALLURE)  # its bytes are not kept
+            reports.append(found_report)
         for skipped_path in skipped:
             console.debug(f"skipped {skipped_path}: not a test report of a known format")
     outcomes: list[TestOutcome] = []
@@ -274,7 +280,7 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
     for report in reports:
         if report.format == ALLURE:
             if allure and report.path == allure[0]:
-                found, failures = parse_allure(allure)
+                found, failures = allure_results.finish()
                 errors.extend(failures)
                 bad = {e.path for e in failures}
                 read = [p for p in allure if p not in bad and not is_allure_container(p)]

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -86,6 +86,7 @@ class _Report(msgspec.Struct):
     reportFormat: Any = None
 
 
+@paused_gc
 def parse_ctrf(path: str) -> list[TestOutcome]:
     report = decode_json(path, read_json_bytes(path), _Report, "CTRF")
     if report.reportFormat not in (None, "CTRF"):

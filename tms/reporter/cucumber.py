@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from tms.reporter.junit import MAX_OUTPUT_CHARS, to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 
 _BROKEN = {"undefined", "pending", "ambiguous"}
 _SKIPPED = {"skipped", "untested"}
@@ -33,6 +33,7 @@ _ELEMENT_STATUS = {"passed": "PASSED", "failed": "FAILED", "skipped": "SKIPPED",
                    "undefined": "BROKEN", "error": "BROKEN", "hook_error": "BROKEN"}
 
 
+@paused_gc
 def parse_cucumber(path: str) -> list[TestOutcome]:
     """Every scenario (and example row) of a Cucumber JSON report; ReportError when it is not one."""
     try:
@@ -155,7 +156,7 @@ def _duration_ms(results: list[dict[str, Any]], behave: bool) -> int | None:
     seen = False
     for result in results:
         value = result.get("duration")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
             total += value
             seen = True
     if not seen:

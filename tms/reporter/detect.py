@@ -20,6 +20,7 @@ with `"uuid"` (or `historyId`) and `"status"` is an Allure result, a `*-containe
 
 from __future__ import annotations
 
+import os
 import re
 
 from tms.reporter.gotest import looks_like_gotest
@@ -34,6 +35,7 @@ NAMES = {
     ROBOT: "Robot Framework output.xml", GOTEST: "go test -json",
 }
 HEAD_BYTES = 65536
+_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 _ROOTS = {
     "testsuites": JUNIT, "testsuite": JUNIT, "TestRun": TRX, "test-run": NUNIT, "assemblies": XUNIT,
@@ -41,22 +43,39 @@ _ROOTS = {
 }
 _SKIP_XML = re.compile(rb"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.S)
 _ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
-_CTRF = re.compile(rb'"reportFormat"\s*:\s*"CTRF"|^\{\s*"results"\s*:\s*\{\s*"tool"')
+_CTRF_FORMAT = re.compile(rb'"reportFormat"\s*:\s*"CTRF"')
+_CTRF_RESULTS = re.compile(rb'\{\s*"results"\s*:\s*\{\s*"tool"')
 _PLAYWRIGHT = re.compile(rb'^\{\s*"config"\s*:')
 _ALLURE_KEYS = re.compile(rb'"(uuid|historyId)"\s*:')
 
 
-def read_head(path: str) -> bytes:
+def read_head(path: str) -> tuple[bytes, bool]:
+    """The file's first HEAD_BYTES, and whether that may be the whole file: fewer bytes came than were
+    asked for. An Allure result nearly always is, and its parser then takes these bytes instead of
+    opening the file a second time (reading it again only if they do not hold a whole document: a
+    regular file's read is never short but at its end, yet that is not promised everywhere)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(HEAD_BYTES)
+        descriptor = os.open(path, _READ)  # no file object: a results directory may hold 50,000 files
     except OSError as exc:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        head = os.read(descriptor, HEAD_BYTES)
+        if len(head) < HEAD_BYTES:
+            return head, True
+        return head, False
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(descriptor)
 
 
 def detect(path: str) -> str | None:
     """The format of the file, or None when it is none of them."""
-    head = read_head(path)
+    return detect_head(path, read_head(path)[0])
+
+
+def detect_head(path: str, head: bytes) -> str | None:
+    """The format of the file whose first bytes (up to HEAD_BYTES) are `head`."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             head = head.decode("utf-16", errors="ignore").encode("utf-8")
@@ -74,12 +93,14 @@ def detect(path: str) -> str | None:
         return GOTEST  # its first lines may be plain build output
     if not text.startswith(b"{"):
         return None
-    if _CTRF.search(text[:4096]):
+    start = text[:4096]
+    if (b'"reportFormat"' in start and _CTRF_FORMAT.search(start)) or _CTRF_RESULTS.match(text):
         return CTRF
     if _PLAYWRIGHT.match(text):
         return PLAYWRIGHT
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    if name.endswith(("-result.json", "-container.json")) and _ALLURE_KEYS.search(text[:4096]):
+    if (name.endswith(("-result.json", "-container.json")) and (b'"uuid"' in start or b'"historyId"' in start)
+            and _ALLURE_KEYS.search(start)):
         return ALLURE
     return None
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tms.reporter.detect import CUCUMBER, FORMATS, JUNIT, detect
+from tms.reporter.detect import ALLURE, CUCUMBER, FORMATS, JUNIT, detect, detect_head, read_head
 from tms.reporter.model import ReportError
 
 __all__ = ["CUCUMBER", "FORMATS", "JUNIT", "NoReports", "Report", "classify", "detect", "expand"]
@@ -23,6 +24,8 @@ class NoReports(Exception):
 class Report:
     path: str
     format: str  # one of detect.FORMATS
+    # an Allure result's whole content when detection read all of it: its parser need not read it again
+    content: bytes | None = field(default=None, compare=False, repr=False)
 
 
 def expand(arguments: list[str]) -> tuple[list[str], list[str]]:
@@ -75,12 +78,19 @@ def classify(paths: list[str], explicit: set[str], forced: str | None = None) ->
     reports: list[Report] = []
     skipped: list[str] = []
     for path in paths:
-        kind = forced or detect(path)
+        head, whole, kind = b"", False, forced
+        if forced is None:
+            head, whole = read_head(path)
+            kind = detect_head(path, head)
+        elif forced == ALLURE:
+            with contextlib.suppress(ReportError):  # its parser says so, in its place among the others
+                head, whole = read_head(path)
+        content = head if whole and kind == ALLURE else None
         if kind is None:
             if path in explicit:
                 raise ReportError(path, "not a test report of a known format (" + ", ".join(FORMATS)
                                   + "); --format names one to read it as", 1)
             skipped.append(path)
             continue
-        reports.append(Report(path, kind))
+        reports.append(Report(path, kind, content))
     return reports, skipped

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import cap, first_line
 
 _FINAL = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
@@ -45,6 +45,7 @@ class _Running:
     size: int = 0
 
 
+@paused_gc
 def parse_gotest(path: str) -> list[TestOutcome]:
     decoder = msgspec.json.Decoder(_Event)
     outcomes: list[TestOutcome] = []
@@ -155,14 +156,35 @@ def _package_failure(event: _Event, output: list[str], path: str) -> TestOutcome
 
 def looks_like_gotest(head: bytes) -> bool:
     """The first line that starts with "{" is a go test event."""
+    text = head.lstrip()
+    if text.startswith(b"{"):  # the common case (any JSON object): its first line is the one
+        end = text.find(b"\n")
+        end = text.find(b"\r", 0, end) if end >= 0 else text.find(b"\r")
+        if end < 0:
+            end = text.find(b"\n")
+        return _is_event(text[:end] if end >= 0 else text)
     for raw in head.splitlines():
         line = raw.strip()
         if line.startswith(b"{"):
-            try:
-                event: Any = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                return False
-            return isinstance(event, dict) and "Action" in event and ("Package" in event or "Test" in event)
-        if line:
-            continue
+            return _is_event(line)
     return False
+
+
+class _Probe(msgspec.Struct):
+    """The keys that make a JSON object a go test event (any other key is skipped, not built)."""
+
+    Action: Any = msgspec.UNSET
+    Package: Any = msgspec.UNSET
+    Test: Any = msgspec.UNSET
+
+
+_PROBE = msgspec.json.Decoder(_Probe)
+
+
+def _is_event(line: bytes) -> bool:
+    try:
+        probe = _PROBE.decode(line.strip())
+    except msgspec.DecodeError:  # malformed, or not an object (a ValidationError is a DecodeError)
+        return False
+    return probe.Action is not msgspec.UNSET and (probe.Package is not msgspec.UNSET
+                                                   or probe.Test is not msgspec.UNSET)

@@ -26,7 +26,7 @@ from xml.etree.ElementTree import ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 
 # a failing test's own output goes into its stack; more than this is noise in a result page
 MAX_OUTPUT_CHARS = 16_000
@@ -50,6 +50,7 @@ class _Suite:
     outcomes: list[TestOutcome] = field(default_factory=list)  # only the non-passing ones
 
 
+@paused_gc
 def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> list[TestOutcome]:
     """Every `<testcase>` of the file as a TestOutcome, in document order.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from tms.reporter.model import STATUSES, TestOutcome
+from tms.reporter.model import STATUSES, TestOutcome, paused_gc
 
 SERVICE_TAG = re.compile(r"""@service\(\s*(['"])\s*([^'"\s()]+)\s*\1\s*\)""", re.IGNORECASE)
 # behave drops the quotes of a tag's double-quoted argument: @service("X") arrives as service(X)
@@ -48,39 +48,69 @@ class Item:
 def codes_of(outcome: TestOutcome) -> list[str]:
     """Every case code the test names, first appearance first, each once."""
     codes: list[str] = []
-    texts = [outcome.name, outcome.classname or "", *outcome.suite_path, *outcome.tags]
-    for text in texts:
+    for text in (outcome.name, outcome.classname):
         if text and "@" in text and "@service" in text.lower():
             codes.extend(match.group(2) for match in SERVICE_TAG.finditer(text))
-    for tag in outcome.tags:
-        bare = BARE_TAG.match(tag)
-        if bare:
-            codes.append(bare.group(1))
+    if outcome.suite_path:
+        codes.extend(_texts_codes(outcome.suite_path))
+    if outcome.tags:
+        codes.extend(_tags_codes(outcome.tags))
     for value in outcome.service_properties:
         found = [m.group(2) for m in SERVICE_TAG.finditer(value)]
         codes.extend(found or [v for v in re.split(r"[\s,;]+", value) if v])
-    return list(dict.fromkeys(codes))
+    return list(dict.fromkeys(codes)) if codes else codes
+
+
+@lru_cache(maxsize=4096)  # tests share their suite path and their tags: each tuple is read once
+def _texts_codes(texts: tuple[str, ...]) -> tuple[str, ...]:
+    codes: list[str] = []
+    for text in texts:
+        if text and "@" in text and "@service" in text.lower():
+            codes.extend(match.group(2) for match in SERVICE_TAG.finditer(text))
+    return tuple(codes)
+
+
+@lru_cache(maxsize=4096)
+def _tags_codes(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """`@service('X')` in the tags, then the tags that are `@service(X)` (behave drops the quotes)."""
+    codes = list(_texts_codes(tags))
+    for tag in tags:
+        bare = BARE_TAG.match(tag)
+        if bare:
+            codes.append(bare.group(1))
+    return tuple(codes)
 
 
 def title_of(outcome: TestOutcome) -> str:
     """Suite path, classname and name joined, tags taken out, repeats dropped (Surefire names the
     suite after the class; jest-junit repeats the describe blocks in the classname)."""
     suite_path = outcome.suite_path
-    classname = outcome.classname or ""
     name = outcome.name
     if suite_path:
         # jest-junit writes "<describe> <test>" as both classname and name
-        prefix = suite_path[-1] + " "
-        name = name.removeprefix(prefix)
-        classname = classname.removeprefix(prefix)
+        name = name.removeprefix(suite_path[-1] + " ")
+    head = _head(suite_path, outcome.classname or "")
+    last = _clean(name)
+    if last and (not head or last != head[-1]):
+        title = TITLE_SEPARATOR.join((*head, last))
+    else:
+        title = TITLE_SEPARATOR.join(head)
+    title = title or outcome.name
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
+@lru_cache(maxsize=65536)  # the tests of a class share it
+def _head(suite_path: tuple[str, ...], classname: str) -> tuple[str, ...]:
+    """A title's parts before the test's own name: the suite path and the classname, cleaned."""
+    if suite_path:
+        classname = classname.removeprefix(suite_path[-1] + " ")
         if classname and _names_suites(classname, suite_path):
             classname = ""  # Robot Framework: classname "Top.Child" repeats the suite path
     parts: list[str] = []
-    for raw in (*_clean_path(suite_path), _clean(classname), _clean(name)):
+    for raw in (*_clean_path(suite_path), _clean(classname)):
         if raw and (not parts or raw != parts[-1]):
             parts.append(raw)
-    title = TITLE_SEPARATOR.join(parts) or outcome.name
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+    return tuple(parts)
 
 
 # Where a tag stood: a bracket or parenthesis left holding nothing else goes (pytest's
@@ -134,6 +164,7 @@ def comment_of(outcome: TestOutcome) -> str:
     return "\n".join(lines)
 
 
+@paused_gc
 def to_items(outcomes: list[TestOutcome]) -> list[Item]:
     """The ingest results, in report order: linked ones per case (combined), unlinked ones per test."""
     items: list[Item] = []

@@ -23,19 +23,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import (
+    START,
     cap,
     child_text,
-    drop,
     first_line,
     local,
     resolve_path,
     seconds_to_ms,
     xml_errors,
-    xml_events,
+    xml_stream,
 )
 
+# delivered whole, never evented inside: a test case, and the properties of a suite
+_UNITS = frozenset({"test-case", "properties"})
 _SKIP_SUITES = {"Assembly", "ParameterizedMethod", "Theory", "GenericMethod", "Project"}
 _BROKEN_LABELS = {"error", "cancelled", "invalid"}
 
@@ -47,17 +49,16 @@ class _Suite:
     services: list[str] = field(default_factory=list)
 
 
+@paused_gc
 def parse_nunit(path: str) -> list[TestOutcome]:
-    stack: list[Any] = []
+    opened: list[str] = []  # the open elements around the test cases, root first
     suites: list[_Suite] = []
     outcomes: list[TestOutcome] = []
     base = os.path.dirname(os.path.abspath(path))
     with xml_errors(path, "NUnit"):
-        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
-        for event, elem in xml_events(path):
-            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
-            if event == "start":
-                if not stack and tag not in ("test-run", "test-suite"):
+        for event, tag, elem in xml_stream(path, _UNITS):
+            if event == START:
+                if not opened and tag not in ("test-run", "test-suite"):
                     hint = " (NUnit 2 format: write NUnit 3 XML)" if tag == "test-results" else ""
                     raise ReportError(path, f"not an NUnit 3 report: root element <{tag}>{hint}", 1, not_a_report=True)
                 if tag == "test-suite":
@@ -65,20 +66,19 @@ def parse_nunit(path: str) -> list[TestOutcome]:
                     name = (elem.get("name") or "").strip()
                     keep = name and elem.get("type") not in _SKIP_SUITES
                     suites.append(_Suite((*above, name) if keep else above))
-                stack.append(elem)
+                opened.append(tag)
                 continue
-            stack.pop()
-            parent = stack[-1] if stack else None
-            if tag == "properties" and parent is not None and local(parent.tag) == "test-suite" and suites:
-                categories, services = _properties(elem)
-                suites[-1].categories.extend(categories)
-                suites[-1].services.extend(services)
-            elif tag == "test-case":
+            if tag == "test-case":
                 outcomes.append(_outcome(elem, suites, path, base))
-                drop(elem, parent)
-            elif tag == "test-suite":
-                suites.pop()
-                drop(elem, parent)
+            elif tag == "properties":
+                if opened and opened[-1] == "test-suite" and suites:
+                    categories, services = _properties(elem)
+                    suites[-1].categories.extend(categories)
+                    suites[-1].services.extend(services)
+            else:
+                opened.pop()
+                if tag == "test-suite":
+                    suites.pop()
     return outcomes
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import TestOutcome
+from tms.reporter.model import TestOutcome, paused_gc
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -93,6 +93,7 @@ class _Report(msgspec.Struct):
     config: Any = None
 
 
+@paused_gc
 def parse_playwright(path: str) -> list[TestOutcome]:
     report = decode_json(path, read_json_bytes(path), _Report, "Playwright JSON")
     base = os.path.dirname(os.path.abspath(path))
@@ -127,8 +128,10 @@ def _outcome(spec: _Spec, test: _Test, suite_path: tuple[str, ...], path: str, b
     else:
         status = final if final != "PASSED" else "FAILED"
     last = results[-1] if results else None
-    services = tuple(str(a.description).strip() for a in test.annotations or ()
-                     if str(a.type).lower() == "service" and a.description and str(a.description).strip())
+    annotations = test.annotations
+    services = tuple(str(a.description).strip() for a in annotations
+                     if str(a.type).lower() == "service" and a.description and str(a.description).strip()
+                     ) if annotations else ()
     outcome = TestOutcome(
         name=spec.title.strip() if isinstance(spec.title, str) and spec.title.strip() else "(unnamed test)",
         status=status,
@@ -151,11 +154,13 @@ def _outcome(spec: _Spec, test: _Test, suite_path: tuple[str, ...], path: str, b
         outcome.error_message = first_line(message) or (
             "passed, but the test is marked test.fail()" if expected_failure else f"{last.status}") or None
         outcome.error_stack = cap(stack or message) or None
-    for annotation in test.annotations or ():
+    for annotation in annotations or ():
         if annotation.type in ("skip", "fixme") and status == "SKIPPED" and annotation.description:
             outcome.notes.append(f"skipped: {first_line(str(annotation.description))}")
     for result in results:
-        for attachment in result.attachments or ():
+        if not result.attachments:
+            continue
+        for attachment in result.attachments:
             if isinstance(attachment.path, str) and attachment.path.strip():
                 name = attachment.name if isinstance(attachment.name, str) and attachment.name else "attachment"
                 retried = len(results) > 1 and isinstance(result.retry, int)

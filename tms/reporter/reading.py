@@ -7,8 +7,9 @@ A malformed document is reported with its line; a document of the wrong shape wi
 (`$.results.tests[3].name`); nesting deeper than msgspec's limit is refused, not recursed into.
 
 XML: a DOCTYPE with an internal subset (where entities are declared) is refused before parsing
-(billion laughs, XXE: `xml_events`), the rest is read as a stream by ElementTree's C parser, and each
-parser drops finished elements as it goes.
+(billion laughs, XXE: `_check_prolog`), the rest is read as a stream by ElementTree's C parser
+(`xml_stream`): the tree is built in C, and Python sees only the elements a format reads (its tests,
+whole, and the suites around them), each once, dropped as soon as it has been read.
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def read_json_bytes(path: str) -> bytes:
             data = handle.read()
     except OSError as exc:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    return json_bytes(path, data)
+
+
+def json_bytes(path: str, data: bytes) -> bytes:
+    """The file's bytes `data` as UTF-8 (see read_json_bytes)."""
+    if data[:1] not in (b"\xef", b"\xff", b"\xfe", b"\x00"):
+        return data  # the common case: no byte order mark (every one starts with one of these bytes)
     if data.startswith(codecs.BOM_UTF8):
         return data[3:]
     for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
@@ -92,18 +100,148 @@ def json_error(path: str, data: bytes, exc: Exception) -> ReportError:
     return ReportError(path, message, line)
 
 
-def xml_events(path: str) -> Any:
-    """("start"/"end", element) pairs of the file, read inside `xml_errors`.
+START, END = "start", "end"
+_CHUNK = 1 << 16
 
-    Defused before it starts: entities can only be declared in a DOCTYPE, which can only stand in the
-    prolog, before the root element. A prolog holding a DOCTYPE with an internal subset (`[...]`, where
-    entity declarations live) is refused with defusedxml's own exception, the rest of the file is read
-    by the C-accelerated ElementTree parser, which never loads an external DTD or entity. That parser
-    reads a large report two to three times faster than defusedxml's pure-Python one with the same
-    protection (bench/parsers.py); JUnit XML keeps defusedxml's `iterparse` itself.
+
+def xml_stream(path: str, units: frozenset[str], prune: str | None = None) -> Iterator[tuple[str, str, Any]]:
+    """The file's elements as `(START or END, local name, element)`, read inside `xml_errors`, in
+    document order: a START and an END for every element outside a unit (suites, containers, the root,
+    each START with its attributes), and one END for each element named in `units` (a test), complete
+    with everything inside it, which is never evented. Nothing but a unit's subtree is kept: each
+    element is dropped from the tree once it has been handed out (the consumer reads it then).
+
+    Why: ElementTree's `iterparse` costs a Python event per element, and reports hold three to six
+    elements per test (TRX's definitions, xUnit's traits, Robot's keywords); here the C parser builds
+    the tree with no events at all, and after each chunk the open elements are found as the chain of
+    last children from the root (every earlier sibling is complete: the parser appends in document
+    order), so only suites and finished tests reach Python. `prune` names an element emptied as soon
+    as it is complete inside a test still being read (Robot's keyword log lines), so one test's log
+    does not have to fit in memory.
+
+    Defused before it starts, like `iterparse` was: entities can only be declared in a DOCTYPE, which
+    can only stand in the prolog, before the root element. A prolog holding a DOCTYPE with an internal
+    subset (`[...]`, where entity declarations live) is refused with defusedxml's own exception
+    (`_check_prolog`); the C parser never loads an external DTD or entity. JUnit XML keeps defusedxml's
+    own `iterparse`.
     """
     _check_prolog(path)
-    return ElementTree.iterparse(path, events=("start", "end"))  # noqa: S314 (defused by _check_prolog)
+    return _Stream(path, units, prune).events()
+
+
+class _Stream:
+    def __init__(self, path: str, units: frozenset[str], prune: str | None) -> None:
+        self.path = path
+        self.units = units
+        self.prune = prune
+        self.names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
+        self.open: list[Any] = []  # the open elements that were handed out (START), root first
+        self.pruned: dict[Any, int] = {}  # inside the test being read: element -> children emptied
+        self.unit: Any = None
+
+    def name(self, tag: str) -> str:
+        found = self.names.get(tag)
+        if found is None:
+            found = self.names[tag] = local(tag)
+        return found
+
+    def events(self) -> Iterator[tuple[str, str, Any]]:
+        parser: Any = ElementTree.XMLPullParser(events=("start",))  # start events only until the root is known
+        with open(self.path, "rb") as handle:
+            while True:
+                data = handle.read(_CHUNK)
+                if not data:
+                    break
+                parser.feed(data)  # a syntax error is queued, raised by read_events after the events before it
+                if not self.open:
+                    for _, root in parser.read_events():
+                        self.open.append(root)
+                        yield START, self.name(root.tag), root
+                        _quiet(parser)
+                        break
+                for _ in parser.read_events():  # empty once quiet, unless an error was queued
+                    pass
+                if self.open:
+                    yield from self._walk(final=False)
+            parser.close()
+        if not self.open:
+            return
+        yield from self._walk(final=True)
+        root = self.open.pop()
+        yield END, self.name(root.tag), root
+
+    def _walk(self, final: bool) -> Iterator[tuple[str, str, Any]]:
+        """Hand out what is complete, from the root down the chain of open elements."""
+        level = 0
+        names, units = self.names, self.units
+        while level < len(self.open):
+            node = self.open[level]
+            done = len(node) if final else len(node) - 1
+            if done > 0:
+                complete = node[:done]
+                del node[:done]
+                for child in complete:
+                    tag = names.get(child.tag) or self.name(child.tag)
+                    if tag in units:  # the common case: a finished test (a unit is never opened)
+                        yield END, tag, child
+                    else:
+                        yield from self._complete(child, tag, level + 1)
+            if final or not len(node):
+                return
+            last = node[-1]
+            if level + 1 < len(self.open):  # the chain went on through this element before
+                level += 1
+                continue
+            tag = self.name(last.tag)
+            if tag in units:
+                if self.prune is not None:
+                    self._prune(last)
+                return
+            self.open.append(last)
+            yield START, tag, last
+            level += 1
+
+    def _complete(self, elem: Any, tag: str, level: int) -> Iterator[tuple[str, str, Any]]:
+        """Events of a complete element (not a unit) and of everything in it not handed out yet."""
+        opened = level < len(self.open) and self.open[level] is elem
+        if not opened:
+            yield START, tag, elem
+        if len(elem):
+            children = elem[:]
+            del elem[:]
+            for child in children:
+                child_tag = self.name(child.tag)
+                if child_tag in self.units:
+                    yield END, child_tag, child
+                else:
+                    yield from self._complete(child, child_tag, level + 1)
+        if opened:
+            del self.open[level:]
+        yield END, tag, elem
+
+    def _prune(self, unit: Any) -> None:
+        """Empty the `prune` elements already complete inside the unit still being read."""
+        if unit is not self.unit:
+            self.unit, self.pruned = unit, {}
+        node, prune = unit, self.prune
+        while len(node):
+            done = len(node) - 1
+            for child in node[self.pruned.get(node, 0):done]:
+                for elem in child.iter(prune):
+                    elem.clear()
+            self.pruned[node] = done
+            node = node[-1]
+
+
+def _quiet(parser: Any) -> None:
+    """Stop the parser's start events once the root is known: from then on the tree is read by
+    walking it. `_setevents` is how XMLPullParser itself sets them; without it (another Python), the
+    events are read and dropped, which only costs time."""
+    setevents = getattr(getattr(parser, "_parser", None), "_setevents", None)
+    queue = getattr(parser, "_events_queue", None)
+    if setevents is not None and queue is not None:
+        with contextlib.suppress(TypeError, NotImplementedError):
+            setevents(queue, ())
 
 
 _PROLOG_BYTES = 1 << 20
@@ -151,17 +289,9 @@ def xml_errors(path: str, what: str) -> Iterator[None]:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
+@lru_cache(maxsize=4096)  # a report uses a few dozen distinct tags, each thousands of times
 def local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1] if "}" in tag else tag
-
-
-def drop(elem: Any, parent: Any) -> None:
-    elem.clear()
-    if parent is not None:
-        try:  # noqa: SIM105 (contextlib.suppress costs a context manager per test)
-            parent.remove(elem)
-        except ValueError:
-            pass
 
 
 def text_of(elem: Any) -> str:
@@ -219,7 +349,7 @@ def _tags_of(values: tuple[Any, ...]) -> tuple[str, ...]:
 
 def ms_to_iso(value: Any) -> str | None:
     """Milliseconds since the epoch as ISO 8601 UTC with Z."""
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 253402300800000:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 253402300800000:
         return None
     ms = int(value)
     second = _second_iso(ms // 1000)
@@ -235,7 +365,7 @@ def _second_iso(second: int) -> str | None:
 
 
 def non_negative_ms(value: Any) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e15:
         return round(value)
     return None
 

@@ -21,49 +21,39 @@ from datetime import datetime
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, drop, first_line, local, seconds_to_ms, xml_errors, xml_events
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.reading import START, cap, first_line, local, seconds_to_ms, xml_errors, xml_stream
 
 _STATUS = {"PASS": "PASSED", "FAIL": "FAILED", "SKIP": "SKIPPED", "NOT RUN": "SKIPPED", "NOT_RUN": "SKIPPED"}
 # the RetryFailed listener rewrites a retried test's message: "[RETRY] PASS on 1. retry."
 _RETRIED = re.compile(r"\[RETRY\] (PASS|FAIL|SKIP) on (\d+)\. retry\.")
+# delivered whole: a test with its keywords; the statistics and errors sections are not read
+_UNITS = frozenset({"test", "statistics", "errors"})
 _KEYWORDS = {"kw", "for", "iter", "if", "branch", "try", "while", "group", "return", "break", "continue",
              "variable", "error", "setup", "teardown"}
 
 
+@paused_gc
 def parse_robot(path: str) -> list[TestOutcome]:
-    # no stack of every open element: only the suites are tracked (a test's parent is the innermost
-    # one), keyword log lines are emptied where they stand and go with their test
-    root: Any = None
-    suites: list[Any] = []
-    path_of: list[tuple[str, ...]] = [()]
+    # only the suites around the tests are evented (a test's parent is the innermost one); keyword log
+    # lines are emptied as they end, inside a test still being read as well (`prune`)
+    path_of: list[tuple[str, ...]] = []
     outcomes: list[TestOutcome] = []
     with xml_errors(path, "Robot Framework"):
-        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
-        for event, elem in xml_events(path):
-            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
-            if event == "start":
-                if root is None:
+        for event, tag, elem in xml_stream(path, _UNITS, prune="msg"):
+            if event == START:
+                if not path_of:
                     if tag != "robot":
                         raise ReportError(path, f"not a Robot Framework output.xml: root element <{tag}>", 1,
                                           not_a_report=True)
-                    root = elem
+                    path_of.append(())
                 elif tag == "suite":
                     name = (elem.get("name") or "").strip()
-                    suites.append(elem)
                     path_of.append((*path_of[-1], name) if name else path_of[-1])
-                continue
-            if tag == "msg":
-                elem.clear()  # keyword log lines: never read, often most of the file
             elif tag == "test":
                 outcomes.append(_outcome(elem, path_of[-1], path))
-                drop(elem, suites[-1] if suites else None)
             elif tag == "suite":
-                suites.pop()
                 path_of.pop()
-                drop(elem, suites[-1] if suites else root)
-            elif tag in ("statistics", "errors"):
-                drop(elem, root)
     return outcomes
 
 
@@ -75,7 +65,7 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
         if tag == "status":
             status_elem = child
         elif tag == "tag":
-            value = "".join(child.itertext()).strip()
+            value = (child.text or "" if not len(child) else "".join(child.itertext())).strip()
             if value:
                 tags.append(value if value.startswith("@") else f"@{value}")
         elif tag == "tags":  # RF 3
@@ -85,7 +75,9 @@ def _outcome(elem: Any, suite_path: tuple[str, ...], path: str) -> TestOutcome:
                     tags.append(value if value.startswith("@") else f"@{value}")
     raw = (status_elem.get("status") or "").strip().upper() if status_elem is not None else ""
     status = _STATUS.get(raw, "UNKNOWN")
-    message = "".join(status_elem.itertext()).strip() if status_elem is not None else ""
+    message = ""
+    if status_elem is not None:
+        message = (status_elem.text or "" if not len(status_elem) else "".join(status_elem.itertext())).strip()
     retried = _RETRIED.search(message)
     if retried:
         message = _RETRIED.sub("", message).strip()

@@ -20,14 +20,17 @@ from __future__ import annotations
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, local, text_of, xml_errors, xml_events
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.reading import START, cap, child_text, first_line, local, text_of, xml_errors, xml_stream
 
+# delivered whole, never evented inside: a test method, and a group with its methods
+_UNITS = frozenset({"test-method", "group"})
 _STATUS = {"PASS": "PASSED", "FAIL": "FAILED", "SKIP": "SKIPPED"}
 
 
+@paused_gc
 def parse_testng(path: str) -> list[TestOutcome]:
-    stack: list[Any] = []
+    opened: list[str] = []  # the open elements around the test methods, root first
     outcomes: list[TestOutcome] = []
     suite: list[str] = []
     classname: str | None = None
@@ -35,27 +38,22 @@ def parse_testng(path: str) -> list[TestOutcome]:
     last: dict[tuple[Any, ...], TestOutcome] = {}  # the latest outcome of each test, to spot retries
     skip_errors: dict[int, tuple[str | None, str | None]] = {}
     with xml_errors(path, "TestNG"):
-        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
-        for event, elem in xml_events(path):
-            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
-            if event == "start":
-                if not stack and tag != "testng-results":
+        for event, tag, elem in xml_stream(path, _UNITS):
+            if event == START:
+                if not opened and tag != "testng-results":
                     raise ReportError(path, f"not a TestNG report: root element <{tag}>", 1, not_a_report=True)
                 if tag in ("suite", "test"):
                     suite.append((elem.get("name") or "").strip())
                 elif tag == "class":
                     classname = (elem.get("name") or "").strip() or None
-                stack.append(elem)
+                opened.append(tag)
                 continue
-            stack.pop()
-            parent = stack[-1] if stack else None
             if tag == "group":
                 name = (elem.get("name") or "").strip()
                 for method in elem:
                     if local(method.tag) == "method" and name:
                         method_key = f"{method.get('class') or ''}.{method.get('name') or ''}"
                         groups.setdefault(method_key, []).append(name)
-                drop(elem, parent)
             elif tag == "test-method":
                 outcome = _outcome(elem, tuple(s for s in suite if s), classname, groups, path, skip_errors)
                 if outcome is not None:
@@ -68,16 +66,15 @@ def parse_testng(path: str) -> list[TestOutcome]:
                         earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")]
                     last[key] = outcome
                     outcomes.append(outcome)
-                drop(elem, parent)
-            elif tag in ("suite", "test"):
-                if suite:
-                    suite.pop()
-                if tag == "suite":
-                    groups.clear()
-                drop(elem, parent)
-            elif tag == "class":
-                classname = None
-                drop(elem, parent)
+            else:
+                opened.pop()
+                if tag in ("suite", "test"):
+                    if suite:
+                        suite.pop()
+                    if tag == "suite":
+                        groups.clear()
+                elif tag == "class":
+                    classname = None
     return outcomes
 
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
-from tms.reporter.reading import cap, child_text, drop, first_line, local, resolve_path, xml_errors, xml_events
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.reading import START, cap, child_text, first_line, local, resolve_path, xml_errors, xml_stream
 
 _STATUS = {
     "passed": "PASSED", "passedbutrunaborted": "PASSED", "warning": "PASSED",
@@ -35,7 +36,9 @@ _STATUS = {
     "error": "BROKEN", "timeout": "BROKEN", "aborted": "BROKEN", "disconnected": "BROKEN",
     "notexecuted": "SKIPPED", "notrunnable": "SKIPPED", "pending": "SKIPPED",
 }
-_CONTAINERS = {"Results", "TestDefinitions", "InnerResults"}
+# delivered whole, never evented inside: a result (with its data rows) and a test's definition
+_UNITS = frozenset({"UnitTestResult", "UnitTest"})
+_CONTAINERS = {"Results", "TestDefinitions"}
 _DURATION = re.compile(r"^(?:(\d+)\.)?(\d+):(\d+):(\d+(?:\.\d+)?)$")
 
 
@@ -45,34 +48,37 @@ class _Definition:
     categories: list[str] = field(default_factory=list)
     services: list[str] = field(default_factory=list)
     storage: str | None = None
+    _tags: tuple[str, ...] | None = None
+
+    def tags(self) -> tuple[str, ...]:
+        """The categories, each once (computed once: data rows share their test's definition)."""
+        if self._tags is None:
+            self._tags = tuple(dict.fromkeys(self.categories))
+        return self._tags
 
 
+@paused_gc
 def parse_trx(path: str) -> list[TestOutcome]:
-    # no stack of every open element: only the two containers whose children are read are tracked
     root: Any = None
-    containers: list[Any] = []  # the open <Results>/<TestDefinitions>, and <InnerResults> inside a result
+    containers: list[str] = []  # the open <Results>/<TestDefinitions>
     found: list[tuple[str | None, TestOutcome]] = []
     definitions: dict[str, _Definition] = {}
     deployment: str | None = None
     with xml_errors(path, "TRX"):
-        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
-        for event, elem in xml_events(path):
-            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
-            if event == "start":
+        for event, tag, elem in xml_stream(path, _UNITS):
+            if event == START:
                 if root is None:
                     if tag != "TestRun":
                         raise ReportError(path, f"not a TRX report: root element <{tag}>", 1, not_a_report=True)
                     root = elem
                 elif tag in _CONTAINERS:
-                    containers.append((tag, elem))
+                    containers.append(tag)
                 continue
             if tag == "UnitTestResult":
-                if containers and containers[-1][0] == "Results":  # not a data row inside InnerResults
+                if containers and containers[-1] == "Results":  # not one outside the results
                     found.extend(_results(elem, path))
-                    drop(elem, containers[-1][1])
             elif tag == "UnitTest":
                 definitions[elem.get("id") or ""] = _definition(elem)
-                drop(elem, containers[-1][1] if containers else None)
             elif tag in _CONTAINERS:
                 containers.pop()
             elif tag == "Deployment":
@@ -86,18 +92,19 @@ def parse_trx(path: str) -> list[TestOutcome]:
             if classname and outcome.name.startswith(classname + " / "):
                 classname = None  # jest-trx-results-processor: the name holds the describe path already
             outcome.classname = classname
-            outcome.tags = tuple(dict.fromkeys(definition.categories))
+            outcome.tags = definition.tags()
             outcome.service_properties = tuple(definition.services)
             if definition.storage and outcome.framework is None:
                 outcome.framework = _framework(definition.storage)
-        outcome.attachments = [(name, _resolve(base, deployment, raw)) for name, raw in outcome.attachments]
+        if outcome.attachments:
+            outcome.attachments = [(name, _resolve(base, deployment, raw)) for name, raw in outcome.attachments]
         outcomes.append(outcome)
     return outcomes
 
 
 def _results(elem: Any, path: str) -> list[tuple[str | None, TestOutcome]]:
     """The result, or each data row of a data-driven result (`InnerResults`)."""
-    inner = next((c for c in elem if local(c.tag) == "InnerResults"), None)
+    inner = next((c for c in elem if local(c.tag) == "InnerResults"), None) if len(elem) else None
     if inner is not None and len(inner):
         rows = []
         for child in inner:
@@ -118,6 +125,10 @@ def _outcome(elem: Any, path: str) -> TestOutcome:
         executed_at=to_utc_iso(elem.get("startTime")),
         source=path,
     )
+    if not len(elem):
+        if status == "UNKNOWN" and raw:
+            outcome.notes.append(f"TRX outcome: {raw}")
+        return outcome  # the common case: a passed test with nothing inside
     output = next((c for c in elem if local(c.tag) == "Output"), None)
     if output is not None:
         info = next((c for c in output if local(c.tag) == "ErrorInfo"), None)
@@ -167,6 +178,7 @@ def _definition(elem: Any) -> _Definition:
     return definition
 
 
+@lru_cache(maxsize=256)  # one storage per test assembly
 def _framework(storage: str) -> str | None:
     storage = storage.lower()
     if storage.endswith((".js", ".ts", ".mjs", ".cjs")):
@@ -176,6 +188,7 @@ def _framework(storage: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # short tests share their few durations
 def _duration_ms(value: str | None) -> int | None:
     """TRX durations are "hh:mm:ss.fffffff" (with an optional "d." day prefix)."""
     if not value:

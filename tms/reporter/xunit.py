@@ -19,34 +19,35 @@ import os
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome
+from tms.reporter.model import ReportError, TestOutcome, paused_gc
 from tms.reporter.reading import (
+    START,
     cap,
     child_text,
-    drop,
     first_line,
     local,
     resolve_path,
     seconds_to_ms,
     xml_errors,
-    xml_events,
+    xml_stream,
 )
 
+# delivered whole, never evented inside: a test, and an assembly-level error
+_UNITS = frozenset({"test", "error"})
 _STATUS = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED", "notrun": "SKIPPED"}
 
 
+@paused_gc
 def parse_xunit(path: str) -> list[TestOutcome]:
-    stack: list[Any] = []
+    opened: list[str] = []  # the open elements around the tests, root first
     outcomes: list[TestOutcome] = []
     assembly: tuple[str, ...] = ()
     collection: tuple[str, ...] = ()
     executed_at: str | None = None
     with xml_errors(path, "xUnit.net"):
-        names: dict[str, str] = {}  # element tag -> local name, computed once per distinct tag
-        for event, elem in xml_events(path):
-            tag = names.get(elem.tag) or names.setdefault(elem.tag, local(elem.tag))
-            if event == "start":
-                if not stack and tag not in ("assemblies", "assembly"):
+        for event, tag, elem in xml_stream(path, _UNITS):
+            if event == START:
+                if not opened and tag not in ("assemblies", "assembly"):
                     raise ReportError(path, f"not an xUnit.net v2 report: root element <{tag}>", 1, not_a_report=True)
                 if tag == "assembly":
                     name = (elem.get("name") or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
@@ -55,19 +56,17 @@ def parse_xunit(path: str) -> list[TestOutcome]:
                     executed_at = to_utc_iso(f"{date}T{time}") if date and time else None
                 elif tag == "collection":
                     collection = _collection(elem.get("name"))
-                stack.append(elem)
+                opened.append(tag)
                 continue
-            stack.pop()
-            parent = stack[-1] if stack else None
             if tag == "test":
                 outcomes.append(_outcome(elem, (*assembly, *collection), executed_at, path))
-                drop(elem, parent)
-            elif tag == "collection":
-                collection = ()
-                drop(elem, parent)
-            elif tag == "error" and parent is not None and local(parent.tag) == "errors":
-                outcomes.append(_error(elem, assembly, path))
-                drop(elem, parent)
+            elif tag == "error":
+                if opened and opened[-1] == "errors":
+                    outcomes.append(_error(elem, assembly, path))
+            else:
+                opened.pop()
+                if tag == "collection":
+                    collection = ()
     return outcomes
 
 
