@@ -361,6 +361,19 @@ def test_flaky_tests_flip_rates_and_the_automation_status_moves(tenant: Tenant) 
         ingest(tenant, project, [{"test_case_code": "FL-1", "status": "PASSED"}])
     assert wait_for(lambda: case(tenant, "FL-1")["automation_status"] == "AUTOMATED")
     assert flaky_moves(tenant, "FL-1") == ["case.flaky_detected", "case.flaky_cleared"]
+    # each move is a version of the case, by the detector (the system), not by the token that ingested
+    versions = tenant.api.get(f"/api/v1/cases/{case(tenant, 'FL-1')['id']}/versions").json()["data"]
+    assert [(v["version"], v["automation_status"]) for v in versions] == [(3, "AUTOMATED"), (2, "FLAKY"), (1, "MANUAL")]
+    assert {v["changed_by"]["type"] for v in versions[:2]} == {"system"}
+    assert case(tenant, "FL-1")["version"] == 3
+    # the last 30 runs hold FL-1 alone: the others' outcomes count only in the runs that hold them
+    wide = {t["test_case_code"] or t["title"]: t
+            for t in tenant.api.get("/api/v1/flaky", params={"project_id": project, "runs": 40}).json()["data"]}
+    assert set(wide) == {"FL-1", "FL-2", "FL-3", "unlinked flipper"}
+    assert (wide["FL-2"]["runs"], wide["FL-2"]["flip_rate"], wide["FL-2"]["last_status"]) == (6, 0.2, "PASSED")
+    # FL-1: six flips, then 30 passes: 6 / 35
+    assert (wide["FL-1"]["runs"], wide["FL-1"]["passes"], wide["FL-1"]["flip_rate"]) == (36, 33, round(6 / 35, 4))
+    assert wide["unlinked flipper"]["runs"] == 6
 
     for params in ({}, {"project_id": project, "runs": 1}, {"project_id": project, "runs": 1000}):
         assert_problem(tenant.api.get("/api/v1/flaky", params=params), 400)

@@ -128,3 +128,45 @@ def test_the_servers_own_sweep_runs_soon_after_start(tenant: Tenant) -> None:
 
     run_admin(tenant.server.db_path, one_pass)
     assert results_of(tenant, run_id) == []
+
+
+def test_removing_an_old_run_clears_the_failure_fingerprints_references_to_it(tenant: Tenant) -> None:
+    """retention.runs_days removes whole runs: a fingerprint first or last seen in one keeps its times and
+    counts, but names no removed run (NULL), and the pages and the API that link to those runs still work."""
+    from tms.config import load_config
+    from tms.services import retention
+
+    project = tenant.create_project()["id"]
+
+    def failing(title: str, message: str) -> dict[str, Any]:
+        return {"title": title, "status": "FAILED", "error_message": message}
+
+    old = ingest(tenant, {"project_id": project, "results": [failing("a", "gone for good"),
+                                                             failing("b", "still failing")]}).json()["run_id"]
+    new = ingest(tenant, {"project_id": project, "results": [failing("b", "still failing")]}).json()["run_id"]
+    fingerprints = "SELECT error_message, first_run_id, last_run_id, occurrences FROM failure_fingerprints " \
+                   "WHERE project_id = ? ORDER BY error_message"
+    with sqlite3.connect(tenant.server.db_path) as conn:
+        assert conn.execute(fingerprints, (project,)).fetchall() == [
+            ("gone for good", old, old, 1), ("still failing", old, new, 2)]
+        conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old,))
+
+    config = load_config(None, {"TMS_STORAGE_DATA_DIR": str(tenant.server.data_dir)})
+    assert run_admin(tenant.server.db_path, lambda db: retention.sweep_old_runs(db, config, 10)) == 1
+
+    with sqlite3.connect(tenant.server.db_path) as conn:
+        assert conn.execute(fingerprints, (project,)).fetchall() == [
+            ("gone for good", None, None, 1), ("still failing", None, new, 2)]
+    [cluster] = tenant.api.get(f"/api/v1/runs/{new}/failures").json()["data"]
+    assert (cluster["new"], cluster["first_run_id"]) == (False, None)  # seen before, in a run now removed
+    page = tenant.web().get(f"/runs/{new}")
+    assert page.status_code == 200 and f'href="/runs/{old}"' not in page.text
+    dashboard = tenant.web().get(f"/?project_id={project}")
+    assert dashboard.status_code == 200 and f"/runs/{old}" not in dashboard.text
+    # a known issue made from the fingerprint whose runs are all gone is made, linking no result
+    gone = sqlite3.connect(tenant.server.db_path).execute(
+        "SELECT fingerprint FROM failure_fingerprints WHERE project_id = ? AND last_run_id IS NULL", (project,)
+    ).fetchone()[0]
+    made = tenant.api.post("/api/v1/known-issues", json={"project_id": project, "fingerprint": gone,
+                                                        "bug_ticket_key": "BUG-1"})
+    assert made.status_code == 201, made.text

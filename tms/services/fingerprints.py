@@ -76,6 +76,11 @@ _SKIPPED_FRAME = (
     "System.Runtime", "System.Reflection", "/gems/", "phpunit/",
 )
 _DIGIT = re.compile(r"\d")
+# cheap tests run before the costly passes: each is implied by any match of its pass, so a text that
+# fails it cannot change under that pass (a timestamp holds digit, separator, two digits, separator, two
+# digits; a run _hex replaces holds a digit next to a hex letter)
+_TIMESTAMP_HINT = re.compile(r"\d[-:]\d\d[-:]\d\d")
+_HEX_HINT = re.compile(r"[0-9][a-fA-F]|[a-fA-F][0-9]")
 _PYTHON_FRAME = re.compile(r'^[ \t]*(?:File\s+"[^"]+",\s+line\s+\d+|\S+\.py:\d+: )', re.MULTILINE)
 _PY_FILE = re.compile(r'File\s+"([^"]+)",\s+line\s+(\d+),\s+in\s+(\S+)')
 # lines of runner chatter that name the test or its timing, not the failure (Go, Robot)
@@ -96,7 +101,7 @@ def normalise(text: str) -> str:
             text = _ADDR.sub("<addr>", text)
         if "-" in text:
             text = _UUID.sub("<uuid>", text)
-        if "-" in text or ":" in text:
+        if ("-" in text or ":" in text) and _TIMESTAMP_HINT.search(text):
             text = _TIMESTAMP.sub("<ts>", text)
     if "'" in text:
         text = _SINGLE.sub("'<v>'", text)
@@ -107,8 +112,10 @@ def normalise(text: str) -> str:
     if "/" in text or "\\" in text:
         text = _basenames(text)
     if digits:
-        text = _CUID.sub("<id>", text)
-        text = _HEX.sub(_hex, text)
+        if "c" in text:
+            text = _CUID.sub("<id>", text)
+        if _HEX_HINT.search(text):
+            text = _HEX.sub(_hex, text)
         text = _NUMBER.sub("<n>", text)
     return " ".join(text.split())
 
@@ -141,8 +148,10 @@ def _basenames(text: str) -> str:
 
 _BLANK, _SKIP, _KEEP, _OTHER = 0, 1, 2, 3
 # Stack lines repeat across the failures of a run (framework frames, shared helpers): each distinct line
-# is classified and normalised once. Bounded: cleared when it grows past _LINE_CACHE_SIZE entries.
+# is classified once, and normalised once if it is a frame that counts. Bounded: cleared when it grows
+# past _LINE_CACHE_SIZE entries.
 _LINE_CACHE: dict[str, tuple[int, str]] = {}
+_MESSAGE_CACHE: dict[str, str] = {}  # the same for messages (normalised), within the same bound
 _LINE_CACHE_SIZE = 50_000
 
 
@@ -160,7 +169,8 @@ def _line(line: str) -> tuple[int, str]:
             # a file name is what identifies a Python frame: keep it out of the quoted-value rule
             kind, text = _KEEP, normalise(_PY_FILE.sub(r"\1:\2 in \3", bare) if bare[0] == "F" else bare)
     else:
-        kind, text = _OTHER, normalise(bare)
+        # normalised only if the stack turns out to have no frame at all (top_frames): most never are
+        kind, text = _OTHER, bare
     if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
         _LINE_CACHE.clear()
     _LINE_CACHE[line] = (kind, text)
@@ -188,7 +198,7 @@ def top_frames(stack: str, count: int = FRAMES) -> list[str]:
                 break
         elif kind == _OTHER and not frames and len(others) < count:
             others.append(text)
-    return frames or others
+    return frames or [normalise(text) for text in others]
 
 
 @lru_cache(maxsize=4096)
@@ -201,7 +211,12 @@ def fingerprint(message: str | None, stack: str | None, frames: int = FRAMES) ->
     text = (message or "")[:MAX_MESSAGE]
     if "\n" in text or _CHATTER.match(text):
         text = "\n".join(line for line in text.splitlines() if not _CHATTER.match(line))
-    head = normalise(text)
+    head = _MESSAGE_CACHE.get(text)
+    if head is None:
+        # many failures of one run share their message (a service down) while their stacks differ
+        if len(_MESSAGE_CACHE) >= _LINE_CACHE_SIZE:
+            _MESSAGE_CACHE.clear()
+        head = _MESSAGE_CACHE[text] = normalise(text)
     tail = top_frames(stack, frames) if stack else []
     if head and tail and tail[0] == head:
         tail = tail[1:]  # a stack that starts by repeating the message (Java, .NET, jest)

@@ -10,17 +10,15 @@ on a retry counts as a flip inside that run:
 A linked case with a verdict in at least 5 of the runs whose flip rate reaches ``[flaky] threshold``
 (over ``[flaky] runs`` runs) moves to
 automation status FLAKY; a FLAKY case whose flip rate falls below half the threshold moves back to
-AUTOMATED. Each move is audited (``case.flaky_detected`` / ``case.flaky_cleared``) and fires the
-outbox event ``test_case.flaky_changed``.
+AUTOMATED. Each move is audited (``case.flaky_detected`` / ``case.flaky_cleared``), records a new version of
+the case (by the system actor) and fires the outbox event ``test_case.flaky_changed``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 from tms.db import Database, Row, Transaction
@@ -28,6 +26,7 @@ from tms.ids import now_iso
 from tms.models.cases import Pagination
 from tms.models.flaky import FlakyTest
 from tms.services import audit, events
+from tms.services.cases import record_versions
 from tms.services.errors import InvalidInput
 from tms.services.paging import page_window
 from tms.services.quarantine import active as active_quarantine
@@ -44,54 +43,86 @@ MAX_RUNS = 200
 MIN_VERDICTS = 5
 
 
-@dataclass(slots=True)
-class _History:
-    case_id: str | None
-    code: str | None
-    title: str | None
-    outcomes: list[tuple[int, str, int]] = field(default_factory=list)  # (run position, status, retried)
+# An outcome is one letter (tms.store.failures): F failed, B broken, S skipped, U unknown, P passed, R passed
+# only on a retry; "-" marks a run that does not hold the test.
+_STATUS = {"F": "FAILED", "B": "BROKEN", "S": "SKIPPED", "U": "UNKNOWN", "P": "PASSED", "R": "PASSED"}
+_UNDECIDED = str.maketrans("", "", "-SU")
+_AS_PASS_OR_FAIL = str.maketrans("RB", "PF")
 
 
-def flaky_tests(run_ids: list[str], rows: list[tuple[str, str, str | None, str | None, str, int]]
-                ) -> list[tuple[FlakyTest, str | None]]:
-    """(FlakyTest without quarantine, case id) for every test that flipped, highest flip rate first."""
-    position = {run_id: i for i, run_id in enumerate(run_ids)}
-    histories: dict[str, _History] = {}
-    for run_id, key, code, title, status, retried in rows:
-        history = histories.get(key)
-        if history is None:
-            history = histories[key] = _History(key if code else None, code, title)
-        if code and title:
-            history.title = title
-        history.outcomes.append((position[run_id], status, retried))
-    found = []
-    for history in histories.values():
-        history.outcomes.sort()
-        decided = [(status, retried) for _, status, retried in history.outcomes if status == PASSING or
-                   status in FAILING]
-        if not decided:
-            continue
-        flips = sum(1 for (a, _), (b, _) in itertools.pairwise(decided) if (a == PASSING) != (b == PASSING))
-        retried = sum(1 for status, again in decided if status == PASSING and again)
-        if not flips and not retried:
-            continue
-        rate = (flips + retried) / max(1, len(decided) - 1 + retried)
-        passes = sum(1 for status, _ in decided if status == PASSING)
-        found.append((FlakyTest(
-            test_case_code=history.code, title=history.title, flip_rate=round(rate, 4), passes=passes,
-            failures=len(decided) - passes, runs=len(history.outcomes), last_status=history.outcomes[-1][1],
-            quarantined=False, passed_on_retry=retried,
-        ), history.case_id))
-    found.sort(key=lambda pair: (-pair[0].flip_rate, -pair[0].failures, pair[0].test_case_code or "",
-                                 pair[0].title or ""))
-    return found
+def judge(history: str, code: str | None, title: str | None) -> FlakyTest | None:
+    """The FlakyTest of one test's outcomes in run order (one letter each), or None when it never flipped
+    and never passed on a retry. String operations only: they run in C, whatever the window."""
+    decided = history.translate(_UNDECIDED)
+    if not decided:
+        return None
+    retried = decided.count("R")
+    verdicts = decided.translate(_AS_PASS_OR_FAIL)
+    # "PF" and "FP" cannot overlap themselves: their counts are the changes between neighbours
+    flips = verdicts.count("PF") + verdicts.count("FP")
+    if not flips and not retried:
+        return None
+    present = history.replace("-", "")
+    passes = verdicts.count("P")
+    return FlakyTest(
+        test_case_code=code, title=title, flip_rate=round((flips + retried) / max(1, len(decided) - 1 + retried), 4),
+        passes=passes, failures=len(verdicts) - passes, runs=len(present), last_status=_STATUS[present[-1]],
+        quarantined=False, passed_on_retry=retried,
+    )
+
+
+def linked_history(absent: str, marks: str) -> str:
+    """A linked test's outcomes: ``absent`` ("P" for each run holding it, "-" for the others) with its
+    marks (``"<pos><letter>,..."``) put in."""
+    letters = list(absent)
+    for mark in marks.split(","):
+        letters[int(mark[:-1])] = mark[-1]
+    return "".join(letters)
+
+
+def unlinked_history(outcomes: str) -> str:
+    """An unlinked test's outcomes (``"<pos><letter>,..."``, possibly several in one run) in run order."""
+    return "".join(letter for _, letter in sorted((int(o[:-1]), o[-1]) for o in outcomes.split(",")))
+
+
+def _order(pair: tuple[FlakyTest, str | None]) -> tuple[float, int, str, str]:
+    test = pair[0]
+    return -test.flip_rate, -test.failures, test.test_case_code or "", test.title or ""
 
 
 async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, linked_only: bool = False
                   ) -> list[tuple[FlakyTest, str | None]]:
+    """(FlakyTest without quarantine, case id or None) of every test that flipped or passed on a retry
+    in the project's last ``runs`` runs, highest flip rate first."""
     run_ids = await failure_store.last_runs(db, tenant_id, project_id, runs)
-    outcomes = await failure_store.flaky_outcomes(db, tenant_id, run_ids, linked_only=linked_only)
-    return flaky_tests(run_ids, outcomes)
+    found: list[tuple[FlakyTest, str | None]] = []
+    judged: list[tuple[int, str, FlakyTest]] = []
+    candidates, held = await failure_store.flaky_linked(db, tenant_id, run_ids)
+    # the runs holding each candidate: in most projects every run holds every candidate; the others are
+    # asked which they lack
+    rows = {row["key"]: ["P"] * len(run_ids) for row in candidates}
+    partial = [run_ids[run["pos"]] for run in held if run["held"] < len(candidates)]
+    if partial:
+        position = {run_id: i for i, run_id in enumerate(run_ids)}
+        for gap in await failure_store.absences(db, tenant_id, partial, list(rows)):
+            rows[gap["key"]][position[gap["run_id"]]] = "-"
+    for row in candidates:
+        test = judge(linked_history("".join(rows[row["key"]]), row["marks"]), None, None)
+        if test is not None:
+            judged.append((row["rid"], row["key"], test))
+    names = await failure_store.result_names(db, tenant_id, [rid for rid, _, _ in judged])
+    for rid, case_id, test in judged:
+        name = names.get(rid)
+        if name is not None:
+            test.test_case_code, test.title = name["test_case_code"], name["title"]
+        found.append((test, case_id))
+    if not linked_only:  # the automation status concerns cases only: its evaluation leaves these out
+        for row in await failure_store.flaky_unlinked(db, tenant_id, run_ids):
+            test = judge(unlinked_history(row["outcomes"]), None, row["key"])
+            if test is not None:
+                found.append((test, None))
+    found.sort(key=_order)
+    return found
 
 
 async def list_flaky(db: Database, tenant_id: str, project_id: str | None, runs: int | None, limit: int | None,
@@ -129,6 +160,8 @@ async def evaluate(db: Database, tenant_id: str, project_id: str, threshold: flo
         at = now_iso()
         await store.set_status(tx, tenant_id, [row["id"] for row in moving_in], "FLAKY", at)
         await store.set_status(tx, tenant_id, [row["id"] for row in moving_out], "AUTOMATED", at)
+        # each moved case gets a version, as any other write of a case does (its history shows the move)
+        await record_versions(tx, tenant_id, [row["id"] for row in (*moving_in, *moving_out)], at)
         entries, data = [], []
         for rows, new_status, action in ((moving_in, "FLAKY", "case.flaky_detected"),
                                          (moving_out, "AUTOMATED", "case.flaky_cleared")):
@@ -167,6 +200,9 @@ class FlakyWatcher:
         self._running[key] = asyncio.get_running_loop().create_task(self._run(key))
 
     async def _run(self, key: tuple[str, str]) -> None:
+        # the task copied the context of the write that asked for it: the moves are the detector's own,
+        # so its audit entries and case versions name the system, not that write's token or user
+        audit.acting_as(audit.SYSTEM)
         try:
             while True:
                 await asyncio.sleep(self.delay)

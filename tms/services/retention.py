@@ -68,7 +68,8 @@ async def sweep_old_runs(db: Database, config: Config, days: int) -> int:
     """Removes every run created more than ``days`` ago with its results and attachment files.
 
     A run's results go a chunk per transaction (attachment rows with them, files once each chunk has
-    committed), then the empty run: the writer is never held for more than one chunk.
+    committed), then the empty run, with the failure fingerprints' references to it set to NULL: the
+    writer is never held for more than one chunk.
     """
     before, removed = iso_days_ago(days), 0
     while True:
@@ -85,7 +86,7 @@ async def _remove_run(db: Database, config: Config, tenant_id: str, run_id: str)
         async with db.transaction() as tx:
             result_ids = await run_retention_store.result_ids_chunk(tx, run_id, RUN_RESULTS_BATCH)
             if not result_ids:
-                await run_retention_store.delete_run(tx, run_id)
+                await run_retention_store.delete_run(tx, tenant_id, run_id)
                 return
             await delete_attachments_in(tx, tenant_id, result_ids, config.attachments_dir)
             await run_retention_store.delete_results(tx, run_id, result_ids)

@@ -3,7 +3,9 @@ outcomes for a comparison, the outcomes of the last runs for flaky tests. Tenant
 
 A run's failures are read through the partial indexes on (run_id, fingerprint) of both result tables:
 only failed rows are in them, so a 20,000-result run with 1,600 failures reads 1,600 index entries.
-Bulk outcomes travel as one JSON array built by SQLite (no Python row per result).
+Flaky tests and comparisons read the partial index test_results_marks (linked results that are not a
+plain pass) and probe (run_id, test_case_id) only for the tests they can report; bulk answers travel
+as one JSON array or one short row per test, never one Python row per result.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import msgspec
 from tms.db import Database, Row, Transaction
 
 _outcomes = msgspec.json.Decoder(list[tuple[str | None, str | None, str]])
-_flaky_rows = msgspec.json.Decoder(list[tuple[str, str, str | None, str | None, str, int]])
 
 
 async def record_fingerprints(
@@ -98,10 +99,12 @@ async def compare_runs(db: Database, tenant_id: str, run_id: str, base_id: str
     """(kind, test_case_code, title, status, base_status) of every test of the two runs that is not
     simply passing (or skipped) in both: kind ``both`` (in both runs), ``added`` or ``missing``.
 
-    Linked tests are matched by case through the unique (run_id, test_case_id) index; unlinked ones by
-    title through an index SQLite builds on the base run's titles (the last row of a title counts).
-    One JSON array back, with only the rows a comparison reports: two runs of 20,000 mostly passing
-    tests return a few thousand.
+    Linked tests are matched by case, and only the ones a comparison can report are read: those added
+    or missing (two merges of the runs' unique (run_id, test_case_id) index ranges, read in order, index
+    only) and those failing in either run (the partial index ``test_results_marks``); each is then one
+    probe per run. Unlinked ones are matched by title through an index SQLite builds on the base run's
+    titles (the last row of a title counts). One JSON array back: two runs of 20,000 mostly passing tests
+    return a few thousand rows and read about as many.
     """
     packed = await db.fetch_value(
         "WITH base_unlinked AS MATERIALIZED ("
@@ -109,16 +112,27 @@ async def compare_runs(db: Database, tenant_id: str, run_id: str, base_id: str
         "  GROUP BY title),"
         " run_unlinked AS MATERIALIZED ("
         "  SELECT title, status, max(rowid) FROM unlinked_test_results WHERE run_id = :run AND tenant_id = :tenant"
-        "  GROUP BY title)"
+        "  GROUP BY title),"
+        # ORDER BY makes each a merge of two sorted index ranges instead of a temporary b-tree of one run;
+        # LIMIT -1 keeps the planner from dropping that ORDER BY when the result is joined
+        " added(id) AS MATERIALIZED (SELECT test_case_id FROM test_results WHERE run_id = :run"
+        "  EXCEPT SELECT test_case_id FROM test_results WHERE run_id = :base ORDER BY 1 LIMIT -1),"
+        " missing(id) AS MATERIALIZED (SELECT test_case_id FROM test_results WHERE run_id = :base"
+        "  EXCEPT SELECT test_case_id FROM test_results WHERE run_id = :run ORDER BY 1 LIMIT -1),"
+        " reported(id) AS MATERIALIZED (SELECT id FROM added"
+        "  UNION SELECT test_case_id FROM test_results WHERE run_id = :run"
+        "   AND (status <> 'PASSED' OR passed_on_retry = 1) AND status IN ('FAILED', 'BROKEN')"
+        "  UNION SELECT test_case_id FROM test_results WHERE run_id = :base"
+        "   AND (status <> 'PASSED' OR passed_on_retry = 1) AND status IN ('FAILED', 'BROKEN') ORDER BY 1)"
         " SELECT json_group_array(json_array(kind, code, title, status, base_status)) FROM ("
         "  SELECT CASE WHEN b.id IS NULL THEN 'added' ELSE 'both' END AS kind, a.test_case_code AS code, a.title,"
         "   a.status, b.status AS base_status"
-        "  FROM test_results a LEFT JOIN test_results b ON b.run_id = :base AND b.test_case_id = a.test_case_id"
-        "  WHERE a.run_id = :run AND a.tenant_id = :tenant AND (b.id IS NULL OR a.status IN ('FAILED', 'BROKEN')"
-        "   OR b.status IN ('FAILED', 'BROKEN'))"
-        "  UNION ALL SELECT 'missing', b.test_case_code, b.title, NULL, b.status FROM test_results b"
-        "  WHERE b.run_id = :base AND b.tenant_id = :tenant AND NOT EXISTS ("
-        "   SELECT 1 FROM test_results a WHERE a.run_id = :run AND a.test_case_id = b.test_case_id)"
+        "  FROM reported AS k CROSS JOIN test_results AS a ON a.run_id = :run AND a.test_case_id = k.id"
+        "  LEFT JOIN test_results AS b ON b.run_id = :base AND b.test_case_id = k.id"
+        "  WHERE a.tenant_id = :tenant"
+        "  UNION ALL SELECT 'missing', b.test_case_code, b.title, NULL, b.status"
+        "  FROM missing AS k CROSS JOIN test_results AS b ON b.run_id = :base AND b.test_case_id = k.id"
+        "  WHERE b.tenant_id = :tenant"
         "  UNION ALL SELECT CASE WHEN b.title IS NULL THEN 'added' ELSE 'both' END, NULL, a.title, a.status,"
         "   b.status FROM run_unlinked a LEFT JOIN base_unlinked b ON b.title = a.title"
         "  WHERE b.title IS NULL OR a.status IN ('FAILED', 'BROKEN') OR b.status IN ('FAILED', 'BROKEN')"
@@ -158,41 +172,95 @@ async def last_runs(db: Database, tenant_id: str, project_id: str, count: int) -
     return [row["id"] for row in reversed(rows)]
 
 
-async def flaky_outcomes(db: Database, tenant_id: str, run_ids: list[str], *, linked_only: bool = False
-                         ) -> list[tuple[str, str, str | None, str | None, str, int]]:
-    """(run_id, key, test_case_code, title, status, passed_on_retry) for every result, in these runs, of
-    a test that failed or passed only on retry in at least one of them. A linked test's key is its case
-    id, an unlinked one's its title.
+# One letter per outcome: F failed, B broken, S skipped, U unknown, P passed, R passed only on a retry.
+_LETTER = ("CASE {t}.status WHEN 'FAILED' THEN 'F' WHEN 'BROKEN' THEN 'B' WHEN 'SKIPPED' THEN 'S' "
+           "WHEN 'PASSED' THEN CASE WHEN {t}.passed_on_retry = 1 THEN 'R' ELSE 'P' END ELSE 'U' END")
+# the window's runs with their position (0 = oldest), each looked up by primary key and checked for the tenant
+_WINDOW = ("runs(id, pos) AS MATERIALIZED (SELECT t.id, j.key FROM json_each(:runs) AS j "
+           "CROSS JOIN test_runs AS t ON t.id = j.value WHERE t.tenant_id = :tenant)")
 
-    Candidates come from the partial indexes (failed and retried rows only); their outcomes in each run
-    are then one lookup of the unique (run_id, test_case_id) index per run and candidate. Unlinked
-    candidates are matched by title within each run's rows.
+
+async def flaky_linked(db: Database, tenant_id: str, run_ids: list[str]) -> tuple[list[Row], list[Row]]:
+    """The linked tests that failed (or passed only on a retry) in at least one of these runs (oldest
+    first), and how many of them each run holds.
+
+    Candidates, one row each: ``key`` (case id), ``marks`` (``"<pos><letter>,..."``: every outcome in the
+    window that is not a plain pass) and ``rid`` (rowid of its latest such result). Runs, one row each:
+    ``pos`` and ``held`` (how many candidates it holds). A run holding a candidate without a mark is a
+    plain pass; when a run holds fewer than all candidates, ``absences`` says which.
+
+    Read from indexes only: the marks from ``test_results_marks`` (the ~10% of results that are not plain
+    passes), the presence by one probe of the unique (run_id, test_case_id) index per run and candidate
+    (but for candidates marked in every run); so the cost follows the window's candidates, never the
+    project's history or the passing tests.
+    """
+    if not run_ids:
+        return [], []
+    rows = await db.fetch_all(
+        f"WITH {_WINDOW}, "
+        "marks AS MATERIALIZED ("
+        f" SELECT r.rowid AS rid, p.pos, r.test_case_id AS key, r.status, r.passed_on_retry, {_LETTER.format(t='r')}"
+        "  AS letter FROM runs AS p CROSS JOIN test_results AS r ON r.run_id = p.id"
+        "  WHERE (r.status <> 'PASSED' OR r.passed_on_retry = 1)),"  # the partial index's own condition
+        " candidates AS MATERIALIZED ("
+        "  SELECT key, group_concat(pos || letter) AS marks, max(rid) AS rid, count(*) AS marked FROM marks"
+        "  GROUP BY key"
+        "  HAVING sum(CASE WHEN status IN ('FAILED', 'BROKEN') OR passed_on_retry = 1 THEN 1 ELSE 0 END) > 0)"
+        " SELECT key, marks, rid, NULL AS pos, NULL AS held FROM candidates"
+        # a candidate with a mark in every run is in every run: only the others are probed
+        " UNION ALL SELECT NULL, NULL, NULL, p.pos, (SELECT count(*) FROM test_results AS r"
+        "  WHERE r.run_id = p.id AND r.test_case_id IN (SELECT key FROM candidates WHERE marked < :count))"
+        "  + (SELECT count(*) FROM candidates WHERE marked = :count) FROM runs AS p",
+        {"runs": json.dumps(run_ids), "tenant": tenant_id, "count": len(run_ids)},
+    )
+    return [row for row in rows if row["pos"] is None], [row for row in rows if row["pos"] is not None]
+
+
+async def absences(db: Database, tenant_id: str, run_ids: list[str], keys: list[str]) -> list[Row]:
+    """(run_id, key) of each of these cases that each of these runs holds no result of: one probe of the
+    unique (run_id, test_case_id) index per pair, in one statement."""
+    return await db.fetch_all(
+        "SELECT p.value AS run_id, c.value AS key FROM json_each(?) AS p CROSS JOIN json_each(?) AS c "
+        "WHERE NOT EXISTS (SELECT 1 FROM test_results AS r WHERE r.run_id = p.value AND r.test_case_id = c.value "
+        "AND +r.tenant_id = ?)",
+        (json.dumps(run_ids), json.dumps(keys), tenant_id),
+    )
+
+
+async def flaky_unlinked(db: Database, tenant_id: str, run_ids: list[str]) -> list[Row]:
+    """The unlinked tests (by title) that failed or passed only on a retry in at least one of these runs:
+    ``key`` (the title) and ``outcomes`` (``"<pos><letter>,..."``, one per result, passes included).
+
+    Candidates come from the partial indexes (failed and retried rows); their outcomes from the runs'
+    unlinked rows, matched by title.
     """
     if not run_ids:
         return []
-    runs = json.dumps(run_ids)
-
-    packed = await db.fetch_value(
-        "WITH runs(id) AS (SELECT value FROM json_each(:runs)), "
-        "cases(id) AS ("
-        "  SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND fingerprint IS NOT NULL"
-        "  UNION SELECT test_case_id FROM test_results WHERE run_id IN (SELECT id FROM runs) AND passed_on_retry = 1"
-        # the automation status concerns cases only: its evaluation leaves the unlinked rows out
-        "), titles(title) AS ("
-        "  SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs)"
-        "  AND fingerprint IS NOT NULL"
-        "  UNION SELECT title FROM unlinked_test_results WHERE :unlinked AND run_id IN (SELECT id FROM runs) "
-        "  AND passed_on_retry = 1"
-        ") SELECT json_group_array(json_array(run_id, key, code, title, status, passed_on_retry)) FROM ("
-        "  SELECT r.run_id, r.test_case_id AS key, r.test_case_code AS code, r.title, r.status, r.passed_on_retry"
-        "  FROM runs JOIN cases JOIN test_results r ON r.run_id = runs.id AND r.test_case_id = cases.id"
-        "  WHERE r.tenant_id = :tenant"
-        "  UNION ALL SELECT n.run_id, n.title, NULL, n.title, n.status, n.passed_on_retry"
-        "  FROM unlinked_test_results n WHERE EXISTS (SELECT 1 FROM titles) AND n.run_id IN (SELECT id FROM runs)"
-        "  AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles))",
-        {"runs": runs, "tenant": tenant_id, "unlinked": 0 if linked_only else 1},
+    return await db.fetch_all(
+        f"WITH {_WINDOW}, "
+        "titles(title) AS MATERIALIZED ("
+        "  SELECT n.title FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
+        "  WHERE n.fingerprint IS NOT NULL"
+        "  UNION SELECT n.title FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
+        "  WHERE n.passed_on_retry = 1)"
+        f" SELECT n.title AS key, group_concat(p.pos || {_LETTER.format(t='n')}) AS outcomes"
+        " FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
+        " WHERE EXISTS (SELECT 1 FROM titles) AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles)"
+        " GROUP BY n.title",
+        {"runs": json.dumps(run_ids), "tenant": tenant_id},
     )
-    return _flaky_rows.decode(packed or "[]")
+
+
+async def result_names(db: Database, tenant_id: str, rowids: list[int]) -> dict[int, Row]:
+    """rowid -> {test_case_code, title} of a few linked results (the flaky tests' latest marks)."""
+    if not rowids:
+        return {}
+    rows = await db.fetch_all(
+        "SELECT rowid AS rid, test_case_code, title FROM test_results "
+        "WHERE rowid IN (SELECT value FROM json_each(?)) AND +tenant_id = ?",
+        (json.dumps(rowids), tenant_id),
+    )
+    return {row["rid"]: row for row in rows}
 
 
 async def link_bug(tx: Transaction, tenant_id: str, run_id: str, fingerprint: str, key: str, url: str | None

@@ -29,7 +29,8 @@ async def cases_by_id(tx: Transaction, tenant_id: str, case_ids: list[str]) -> l
 async def set_status(tx: Transaction, tenant_id: str, case_ids: list[str], status: str, at: str) -> None:
     if case_ids:
         await tx.execute(
-            "UPDATE test_cases SET automation_status = ?, updated_at = ? WHERE tenant_id = ? "
+            # a move is a change of the case like any other: its version goes up (recorded by the caller)
+            "UPDATE test_cases SET automation_status = ?, updated_at = ?, version = version + 1 WHERE tenant_id = ? "
             "AND id IN (SELECT value FROM json_each(?))",
             (status, at, tenant_id, json.dumps(case_ids)),
         )

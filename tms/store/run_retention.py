@@ -34,5 +34,12 @@ async def delete_results(tx: Transaction, run_id: str, result_ids: list[str]) ->
     await shift_unlinked_counts(tx, Counter((row["tenant_id"], row["project_id"]) for row in gone), sign=-1)
 
 
-async def delete_run(tx: Transaction, run_id: str) -> None:
+async def delete_run(tx: Transaction, tenant_id: str, run_id: str) -> None:
+    """Deletes the (emptied) run and clears the failure fingerprints' references to it: a fingerprint
+    first or last seen in a removed run keeps its times and counts, with no run to link to (NULL).
+    Both through the fingerprints' run indexes, in the transaction that removes the run."""
+    for column in ("first_run_id", "last_run_id"):
+        await tx.execute(
+            f"UPDATE failure_fingerprints SET {column} = NULL WHERE {column} = ? AND tenant_id = ?", (run_id, tenant_id)
+        )
     await tx.execute("DELETE FROM test_runs WHERE id = ?", (run_id,))
