@@ -35,7 +35,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import ServerProcess, Tenant, make_tenant_on, run_admin
+from tests.conftest import ServerProcess, Tenant, connect_db, make_tenant_on, run_admin
 from tms.db.migrations import migration_files, split_sql
 from tms.ids import new_id, new_ids, now_iso
 
@@ -247,7 +247,7 @@ def bench_concurrent(server: ServerProcess, seconds: float, clients: int) -> lis
         thread.start()
     for thread in threads:
         thread.join()
-    with sqlite3.connect(server.db_path) as conn:
+    with connect_db(server.db_path) as conn:
         stored = sum(
             conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant.id,)).fetchone()[0]
             for table in ("test_results", "unlinked_test_results")
