@@ -127,7 +127,9 @@ def main() -> None:
             full = time_ingests(api, body, args.ingest_rounds)
             runs = api.get("/api/v1/runs", params={"project_id": project["id"], "limit": 1}).json()["data"]
             run_id = runs[0]["id"]
-            case = api.get("/api/v1/cases", params={"project_id": project["id"], "limit": 1}).json()["data"][0]
+            # the newest case: one of the 1,000 the history's linked results belong to
+            case = api.get("/api/v1/cases", params={"project_id": project["id"], "limit": 1,
+                                                    "order": "desc"}).json()["data"][0]
             web = sign_in(server, tenant.email, tenant.password)
             web.post(f"/projects/{project['id']}/activate")  # the dashboard shows the active project
             print(f"\n{backend}, {total:,} results of history ({args.runs:,} runs), "

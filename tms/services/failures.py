@@ -171,6 +171,7 @@ async def panel(db: Database, tenant_id: str, project_id: str, *, flaky_runs: in
     latest_run = await run_store.get_run(db, tenant_id, latest[0]) if latest else None
     new = [c for c in await clusters(db, tenant_id, latest[0]) if c.new] if latest else []
     top = await store.top_fingerprints(db, tenant_id, project_id, iso_days_ago(30)[:10], limit)
-    flakiest = [test for test, _ in (await flaky.compute(db, tenant_id, project_id, flaky_runs))[:limit]]
+    window = await flaky.dashboard_window.compute(db, tenant_id, project_id, flaky_runs)
+    flakiest = [test for test, _ in window[:limit]]
     quarantined = await quarantine_store.count_active(db, tenant_id, project_id, now_iso())
     return FailurePanel(latest_run, new, top, flakiest, quarantined)

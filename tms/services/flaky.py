@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from typing import Any
 
@@ -88,6 +89,37 @@ def unlinked_history(outcomes: str) -> str:
 def _order(pair: tuple[FlakyTest, str | None]) -> tuple[float, int, str, str]:
     test = pair[0]
     return -test.flip_rate, -test.failures, test.test_case_code or "", test.title or ""
+
+
+class _WindowCache:
+    """The dashboard's flakiest tests per project, while the window of runs they come from is unchanged.
+
+    The key is the window itself: its runs' ids and updated_at (every write of results moves its run's
+    updated_at), so a new run or a changed result recomputes at the next load; the TTL bounds what a
+    write that leaves updated_at alone could hide. Per process: each replica keeps its own.
+    """
+
+    TTL_SECONDS = 30.0
+    MAX_ENTRIES = 1_000
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], tuple[float, list[tuple[FlakyTest, str | None]]]] = {}
+
+    async def compute(self, db: Database, tenant_id: str, project_id: str, runs: int
+                      ) -> list[tuple[FlakyTest, str | None]]:
+        window = await failure_store.run_window(db, tenant_id, project_id, runs)
+        key = (tenant_id, project_id, runs, tuple((row["id"], row["updated_at"]) for row in window))
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] > time.monotonic():
+            return entry[1]
+        found = await compute(db, tenant_id, project_id, runs)
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[key] = (time.monotonic() + self.TTL_SECONDS, found)
+        return found
+
+
+dashboard_window = _WindowCache()
 
 
 async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, linked_only: bool = False

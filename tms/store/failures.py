@@ -171,6 +171,14 @@ async def previous_run(db: Database, tenant_id: str, run: Row) -> Row | None:
     )
 
 
+async def run_window(db: Database, tenant_id: str, project_id: str, count: int) -> list[Row]:
+    """id and updated_at of the project's last ``count`` runs (newest first, off the project index)."""
+    return await db.fetch_all(
+        "SELECT id, updated_at FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, project_id, count),
+    )
+
+
 async def last_runs(db: Database, tenant_id: str, project_id: str, count: int) -> list[str]:
     """Ids of the project's last ``count`` runs, oldest first (read backwards off the project index)."""
     rows = await db.fetch_all(

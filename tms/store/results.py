@@ -11,6 +11,7 @@ import msgspec
 from msgspec.structs import astuple
 
 from tms.db import Database, Row, Transaction
+from tms.store.paging import page_sql
 
 _triples = msgspec.json.Decoder(list[tuple[str, str, str]])
 
@@ -187,11 +188,7 @@ async def _page_of(db: Database, table: str, columns: str, run: tuple[str, str],
     if status is not None:
         where += " AND status = ?"
         params.append(status)
-    return await db.fetch_all(
-        f"SELECT {columns} FROM {table} WHERE rowid IN "
-        f"(SELECT rowid FROM {table} WHERE {where} ORDER BY rowid LIMIT ? OFFSET ?) ORDER BY rowid",
-        (*params, limit, offset),
-    )
+    return await db.fetch_all(page_sql(db.dialect, table, columns, where), (*params, limit, offset))
 
 
 async def count_for_run(db: Database, tenant_id: str, run_id: str) -> tuple[int, int]:
@@ -249,8 +246,9 @@ async def filtered_for_run(db: Database, tenant_id: str, run_id: str, *, assigne
 
 async def delete_unlinked_before(tx: Transaction, tenant_id: str, cutoff: str, batch: int) -> int:
     """Deletes up to ``batch`` unlinked rows of the tenant created at or before ``cutoff``."""
+    key = "rowid" if tx.dialect == "sqlite" else "id"  # PostgreSQL has no index on this table's rowid
     rows = await tx.fetch_all(
-        "DELETE FROM unlinked_test_results WHERE rowid IN (SELECT rowid FROM unlinked_test_results "
+        f"DELETE FROM unlinked_test_results WHERE {key} IN (SELECT {key} FROM unlinked_test_results "
         "WHERE tenant_id = ? AND created_at <= ? LIMIT ?) RETURNING project_id",
         (tenant_id, cutoff, batch),
     )
