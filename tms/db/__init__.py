@@ -4,7 +4,7 @@ Two backends implement it: SQLite in ``data_dir`` (the default: one process, one
 ``tms.db.sqlite``) and PostgreSQL (``storage.database_url``; several replicas may share it; see
 ``tms.db.postgres``). Store modules write SQLite-flavoured SQL with ``?`` or ``:name`` parameters;
 the PostgreSQL backend rewrites the mechanical differences (placeholders, ``INSERT OR IGNORE``,
-``json_each``, ``IS ?``, index hints …) once per statement text, and a store module that needs a
+``IS ?``, subquery aliases, index hints …) once per statement text, and a store module that needs a
 genuinely different statement asks ``db.dialect`` and keeps both next to each other.
 
 Semantics both backends keep:
