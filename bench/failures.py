@@ -330,7 +330,7 @@ def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
     """
     import asyncio
 
-    from tms.db import Database
+    from tms.db.sqlite import SqliteDatabase
     from tms.models.projects import ProjectCreate
     from tms.services import accounts, ingest, projects
     from tms.services import failures as failure_service
@@ -340,7 +340,7 @@ def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
         return None, key, url
 
     async def open_one(path: Path, plain: bool) -> tuple[Database, str, str, list[str]]:
-        db = Database(path)
+        db = SqliteDatabase(path)
         await db.open()
         if plain:
             async with db.transaction() as tx:

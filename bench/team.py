@@ -109,12 +109,12 @@ def http_part(cases: int, requests: int) -> list[tuple[str, float, float]]:
 
 def audit_part(rounds: int) -> list[tuple[str, float, float, float]]:
     """(write, p50 with audit, p50 without, overhead %) measured in-process."""
-    from tms.db import Database
+    from tms.db.sqlite import SqliteDatabase
     from tms.services import accounts, audit, ingest, results
 
     async def go() -> list[tuple[str, float, float, float]]:
         with tempfile.TemporaryDirectory() as directory:
-            db = Database(Path(directory) / "tms.db")
+            db = SqliteDatabase(Path(directory) / "tms.db")
             await db.open()
             tenant = await accounts.create_tenant(db, "Audit bench")
             async with db.transaction() as tx:
