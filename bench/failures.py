@@ -330,6 +330,7 @@ def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
     """
     import asyncio
 
+    from tms.db import Database
     from tms.db.sqlite import SqliteDatabase
     from tms.models.projects import ProjectCreate
     from tms.services import accounts, ingest, projects
