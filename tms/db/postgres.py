@@ -31,7 +31,8 @@ from typing import Any
 
 import asyncpg
 
-from tms.db import OUTBOX_SIGNAL, Dialect, Params, Row
+from tms.db import Dialect, Params, Row
+from tms.db.epochs import Epochs
 from tms.db.migrations import migration_files
 from tms.db.translate import to_postgres
 from tms.ids import now_iso
@@ -135,11 +136,12 @@ class PostgresTransaction(_Statements):
         self.after_commit(self._db.signalled(name))
 
 
-class PostgresDatabase(_Statements):
+class PostgresDatabase(_Statements, Epochs):
     dialect: Dialect = "postgres"
 
     def __init__(self, url: str, data_dir: Path, pool_size: int | None = None) -> None:
-        super().__init__(None)
+        _Statements.__init__(self, None)
+        Epochs.__init__(self)
         self._url = url
         self.data_dir = data_dir
         self._pool_size = POOL_SIZE if pool_size is None else max(2, pool_size + 1)
@@ -147,9 +149,6 @@ class PostgresDatabase(_Statements):
         self._listener: asyncpg.Connection | None = None
         self._listener_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()  # replicas queue on the advisory lock; this process's writers queue here
-        self._epochs: dict[str, int] = {}
-        self._signal_callbacks: dict[str, Callable[[], None]] = {}
-        self.outbox_wakeup = asyncio.Event()
 
     async def open(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -199,26 +198,8 @@ class PostgresDatabase(_Statements):
         for callback in tx._after_commit:
             callback()
 
-    def epoch(self, name: str) -> int:
-        return self._epochs.get(name, 0)
-
-    def signalled(self, name: str) -> Callable[[], None]:
-        callback = self._signal_callbacks.get(name)
-        if callback is None:
-
-            def callback() -> None:
-                self._bump(name)
-
-            self._signal_callbacks[name] = callback
-        return callback
-
-    def _bump(self, name: str) -> None:
-        self._epochs[name] = self._epochs.get(name, 0) + 1
-        if name == OUTBOX_SIGNAL:
-            self.outbox_wakeup.set()
-
     def _on_notification(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._bump(payload)
+        self.bump(payload)
 
     async def _listen(self) -> None:
         self._listener = await asyncpg.connect(self._url)
@@ -235,8 +216,7 @@ class PostgresDatabase(_Statements):
             except (OSError, asyncpg.PostgresError) as exc:
                 log.warning("database listener: reconnect failed: %s", exc)
                 continue
-            for name in [*self._epochs, OUTBOX_SIGNAL]:
-                self._bump(name)
+            self.bump_all()
 
     @contextlib.asynccontextmanager
     async def job_lock(self, name: str) -> AsyncIterator[bool]:

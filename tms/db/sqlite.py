@@ -18,7 +18,8 @@ from typing import Any
 
 import aiosqlite
 
-from tms.db import OUTBOX_SIGNAL, Dialect, Params, Row
+from tms.db import Dialect, Params, Row
+from tms.db.epochs import Epochs
 from tms.db.migrations import migration_files, split_sql
 from tms.ids import now_iso
 
@@ -94,21 +95,18 @@ class SqliteTransaction:
         self.after_commit(self._db.signalled(name))
 
 
-class SqliteDatabase:
+class SqliteDatabase(Epochs):
     dialect: Dialect = "sqlite"
 
     def __init__(self, path: Path, readers: int | None = None) -> None:
+        super().__init__()
         self.path = path
         self.data_dir = path.parent
         self._reader_count = READER_COUNT if readers is None else readers
-        self._epochs: dict[str, int] = {}
-        self._signal_callbacks: dict[str, Callable[[], None]] = {}
         self._writer: aiosqlite.Connection | None = None
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
         self._write_lock = asyncio.Lock()
-        # set after a transaction that wrote outbox events commits; the webhook dispatcher waits on it
-        self.outbox_wakeup = asyncio.Event()
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,22 +169,6 @@ class SqliteDatabase:
     async def fetch_value(self, sql: str, params: Params = ()) -> Any:
         row = await self.fetch_one(sql, params)
         return None if row is None else next(iter(row.values()))
-
-    def epoch(self, name: str) -> int:
-        return self._epochs.get(name, 0)
-
-    def signalled(self, name: str) -> Callable[[], None]:
-        """The after-commit callback of ``signal(name)`` (one object per name, so it runs once per commit)."""
-        callback = self._signal_callbacks.get(name)
-        if callback is None:
-
-            def callback() -> None:
-                self._epochs[name] = self._epochs.get(name, 0) + 1
-                if name == OUTBOX_SIGNAL:
-                    self.outbox_wakeup.set()
-
-            self._signal_callbacks[name] = callback
-        return callback
 
     @contextlib.asynccontextmanager
     async def job_lock(self, name: str) -> AsyncIterator[bool]:
