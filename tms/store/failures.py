@@ -181,11 +181,7 @@ async def run_window(db: Database, tenant_id: str, project_id: str, count: int) 
 
 async def last_runs(db: Database, tenant_id: str, project_id: str, count: int) -> list[str]:
     """Ids of the project's last ``count`` runs, oldest first (read backwards off the project index)."""
-    rows = await db.fetch_all(
-        "SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
-        (tenant_id, project_id, count),
-    )
-    return [row["id"] for row in reversed(rows)]
+    return [row["id"] for row in reversed(await run_window(db, tenant_id, project_id, count))]
 
 
 # One letter per outcome: F failed, B broken, S skipped, U unknown, P passed, R passed only on a retry.
