@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin, storage_env
 from tests.test_cases import new_case
 from tests.test_ingest import ingest, results_of
@@ -175,3 +176,28 @@ def test_removing_an_old_run_clears_the_failure_fingerprints_references_to_it(te
     made = tenant.api.post("/api/v1/known-issues", json={"project_id": project, "fingerprint": gone,
                                                         "bug_ticket_key": "BUG-1"})
     assert made.status_code == 201, made.text
+
+
+def test_a_deleted_run_takes_its_results_with_it_on_both_backends(tenant: Tenant, other_tenant: Tenant) -> None:
+    """The results tables' cascade from their run (a foreign key on SQLite, a trigger on PostgreSQL,
+    migration postgres/0005), also when the run goes with its tenant."""
+    case = new_case(tenant)
+    gone, kept = report(tenant, unlinked=5, linked=[case["code"]]), report(tenant, unlinked=2)
+    foreign = report(other_tenant, unlinked=3)
+
+    def counts(conn: Any, run_id: str) -> tuple[int, int]:
+        return (conn.execute("SELECT COUNT(*) FROM test_results WHERE run_id = ?", (run_id,)).fetchone()[0],
+                conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+    with connect_db(tenant.server.db_path) as conn:
+        if not postgres_cluster.selected():
+            conn.execute("PRAGMA foreign_keys = ON")  # as the server's own connections have it
+        assert counts(conn, gone) == (1, 5)
+        conn.execute("DELETE FROM test_runs WHERE id = ?", (gone,))
+        conn.commit()
+        assert counts(conn, gone) == (0, 0)
+        assert counts(conn, kept) == (0, 2)
+        conn.execute("DELETE FROM tenants WHERE id = ?", (tenant.id,))
+        conn.commit()
+        assert counts(conn, kept) == (0, 0)
+        assert counts(conn, foreign) == (0, 3)
