@@ -26,15 +26,19 @@ async def failing_and_unstable(db: Database, tenant_id: str, run_ids: list[str],
 
     The aggregate reads the runs' results through the (run_id, test_case_id) index; ``+r.tenant_id``
     keeps the planner off the tenant-wide case-history index, which would read every result of the
-    tenant. The few rows kept are joined to the library by primary key.
+    tenant. The few rows kept are joined to the library by primary key. The counts are spelled
+    ``SUM(CASE ...)``, which both backends add natively (PostgreSQL's ``SUM(boolean)`` stand-in is a SQL
+    function called per row: half the time of this query there).
     """
     if not run_ids:
         return [], []
     marks = ",".join("?" * len(run_ids))
     rows = await db.fetch_all(
         "WITH agg AS MATERIALIZED ("
-        " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code, SUM(r.status = 'PASSED') AS passes,"
-        " SUM(r.status IN ('FAILED', 'BROKEN')) AS failures, SUM(r.status != 'UNKNOWN') AS executions"
+        " SELECT r.test_case_id, MAX(r.test_case_code) AS test_case_code,"
+        " SUM(CASE WHEN r.status = 'PASSED' THEN 1 ELSE 0 END) AS passes,"
+        " SUM(CASE WHEN r.status IN ('FAILED', 'BROKEN') THEN 1 ELSE 0 END) AS failures,"
+        " SUM(CASE WHEN r.status != 'UNKNOWN' THEN 1 ELSE 0 END) AS executions"
         f" FROM test_results r WHERE r.run_id IN ({marks}) AND +r.tenant_id = ? GROUP BY r.test_case_id), "
         "picked AS ("
         " SELECT * FROM (SELECT 'failing' AS list, * FROM agg WHERE failures > 0"
