@@ -170,3 +170,34 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
         assert left == (0,)
         assert conn.execute("SELECT COUNT(*) FROM attachments").fetchone() == (1,)
         assert conn.execute(counter, (project["id"],)).fetchone() == (1,)  # the dashboard's figure follows
+
+
+@pytest.mark.sqlite_only("the write-ahead log is SQLite's; PostgreSQL checkpoints on its own")
+def test_the_wal_is_folded_back_in_the_background_not_by_the_committing_writer(tmp_path: Path) -> None:
+    """100 commits of ~1 MB each: the writer alone would let the WAL grow to its fallback (80 MB) before
+    folding it back; the background checkpoints keep it to a few commits' worth."""
+    import asyncio
+
+    from tms.db.sqlite import WAL_FALLBACK_PAGES, SqliteDatabase
+
+    path = tmp_path / "tms.db"
+    largest = 0
+
+    async def write() -> None:
+        nonlocal largest
+        db = SqliteDatabase(path, readers=1)
+        await db.open()
+        try:
+            for number in range(100):
+                async with db.transaction() as tx:
+                    await tx.execute("INSERT INTO instance_settings (key, value) VALUES (?, ?)",
+                                     (f"filler-{number}", "x" * 1_000_000))
+                await asyncio.sleep(0.02)  # the gap between two requests
+                largest = max(largest, (tmp_path / "tms.db-wal").stat().st_size)
+        finally:
+            await db.close()
+
+    asyncio.run(write())
+    assert largest < 20 * 1024 * 1024 < WAL_FALLBACK_PAGES * 4096
+    with sqlite3.connect(path) as conn:  # and nothing was lost on the way
+        assert conn.execute("SELECT COUNT(*) FROM instance_settings WHERE key LIKE 'filler-%'").fetchone() == (100,)

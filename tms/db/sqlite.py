@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 READER_COUNT = 4
 BUSY_TIMEOUT_MS = 10_000
+# The writer folds the WAL back itself only when the background checkpoints (_Checkpointer) fall this
+# far behind (80 MB of pages); and a WAL file that grew past 64 MB is cut back when it restarts.
+WAL_FALLBACK_PAGES = 20_000
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
@@ -95,6 +99,49 @@ class SqliteTransaction:
         self.after_commit(self._db.signalled(name))
 
 
+class _Checkpointer:
+    """Folds the WAL back into the database file on a connection of its own, after each commit.
+
+    By default the committing writer does this every 1,000 pages, inside its COMMIT: with a long
+    history each ingest dirties some 4,700 pages (a case's results index takes a leaf page per linked
+    case), so every ingest paid for a checkpoint and its fsync, half its time (bench/history.py). A
+    PASSIVE checkpoint here never blocks the writer or a reader; it copies what it can and the next
+    commit asks again.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._wanted = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._conn = await _connect(self._path)
+        self._task = asyncio.create_task(self._run(self._conn), name="sqlite-checkpoint")
+
+    def wanted(self) -> None:
+        self._wanted.set()
+
+    async def _run(self, conn: aiosqlite.Connection) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            try:
+                await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # the writer's fallback checkpoints meanwhile
+                log.warning("background WAL checkpoint failed: %s", exc)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+
 class SqliteDatabase(Epochs):
     dialect: Dialect = "sqlite"
 
@@ -107,12 +154,16 @@ class SqliteDatabase(Epochs):
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
         self._write_lock = asyncio.Lock()
+        self._checkpointer = _Checkpointer(path)
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = await _connect(self.path)
+            await self._writer.execute(f"PRAGMA wal_autocheckpoint = {WAL_FALLBACK_PAGES}")
+            await self._writer.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             await apply_migrations(self._writer)
+            await self._checkpointer.start()
             for _ in range(self._reader_count):
                 reader = await _connect(self.path)
                 await reader.execute("PRAGMA query_only = ON")
@@ -126,6 +177,7 @@ class SqliteDatabase(Epochs):
             raise
 
     async def close(self) -> None:
+        await self._checkpointer.stop()
         for reader in self._all_readers:
             await reader.close()
         self._all_readers.clear()
@@ -147,6 +199,7 @@ class SqliteDatabase(Epochs):
                 await self._writer.execute("ROLLBACK")
                 raise
             await self._writer.execute("COMMIT")
+        self._checkpointer.wanted()
         for callback in tx._after_commit:
             callback()
 
