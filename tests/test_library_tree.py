@@ -215,6 +215,11 @@ def test_results_record_the_case_version_they_ran_against(tenant: Tenant) -> Non
     assert {r["title"]: r["case_version"] for r in old} == {"Login works": 1, "unlinked": None}
     new = tenant.api.get(f"/api/v1/runs/{run['id']}/results").json()["data"]
     assert new[0]["case_version"] == 2
+    ingested = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": [
+        {"test_case_code": "VER-1", "status": "FAILED"}, {"test_case_code": "VER-1", "status": "PASSED"}]})
+    assert ingested.status_code == 201, ingested.text  # one case twice in one report: the last one kept
+    again = tenant.api.get(f"/api/v1/runs/{ingested.json()['run_id']}/results").json()["data"]
+    assert [(r["case_version"], r["status"]) for r in again] == [(2, "PASSED")]
     # re-writing the result stamps the version current at that write
     tenant.api.patch(f"/api/v1/cases/{one['id']}", json={"title": "Changed again"})
     tenant.api.post(f"/api/v1/runs/{run['id']}/results",

@@ -24,7 +24,7 @@ from tms.services.known_issues import Matcher
 from tms.services.result_rows import (
     STATUS_INDEX,
     CaseMaps,
-    cases_still_exist,
+    case_versions,
     decode_bulk,
     failed_event,
     link,
@@ -206,11 +206,13 @@ async def ingest(
             if previous is not None:
                 return await _replay(previous, request_sha256)
         await require_project(tx, tenant_id, project_id)
-        if not await cases_still_exist(tx, tenant_id, rows.linked_state.keys()):
+        versions = await case_versions(tx, tenant_id, rows.linked_state.keys())
+        if versions is None:
             # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
             rows = await off_loop(len(raw), _build_rows, *build, await resolve_cases(tx, tenant_id, items),
                                   item_errors, matcher)
             _refuse_if_nothing_stored(rows)
+            versions = await case_versions(tx, tenant_id, rows.linked_state.keys()) or {}
         counts = rows.counts
         status_code, answer_body = _answer(run_id, rows)
         run_row = {**run, **dict(zip(run_store.COUNT_COLUMNS, counts, strict=True))}
@@ -219,7 +221,7 @@ async def ingest(
             environment=body.environment, status="COMPLETED", created_at=now, counts=tuple(counts),  # type: ignore[arg-type]
         )
         if rows.linked:
-            await result_store.upsert_linked(tx, rows.linked)
+            await result_store.insert_linked(tx, rows.linked, versions)
             # a new result is the retest a flagged case waits for
             await retest.clear_after_results(tx, tenant_id, retest_pairs(rows.linked), now)
         if rows.unlinked:

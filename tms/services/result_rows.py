@@ -3,8 +3,9 @@
 - ``decode_bulk``: a body with a ``results`` array decoded typed in one pass, falling back to per-item
   checks only when an item is bad; ``off_loop`` runs such CPU work of big bodies in a thread.
 - ``resolve_cases`` / ``link``: the cases the items name, two queries however many items;
-  ``cases_still_exist``: the re-check inside the write transaction, so that a case deleted after the
-  lookup (a concurrent DELETE) never gets a result: on a miss the caller resolves again under the lock.
+  ``cases_still_exist`` (or ``case_versions``, which also says each case's version): the re-check inside
+  the write transaction, so that a case deleted after the lookup (a concurrent DELETE) never gets a
+  result: on a miss the caller resolves again under the lock.
 - ``linked_row`` / ``unlinked_row``: the named rows (``tms.store.results.LinkedRow``/``UnlinkedRow``)
   made from an item; ``failed_event``: the ``test_run_result.failed`` data.
 """
@@ -127,6 +128,13 @@ async def cases_still_exist(tx: Transaction, tenant_id: str, case_ids: Collectio
     A case edited meanwhile needs no re-check: the write simply orders after the edit's transaction.
     """
     return await case_store.count_existing(tx, tenant_id, list(case_ids)) == len(case_ids)
+
+
+async def case_versions(tx: Transaction, tenant_id: str, case_ids: Collection[str]) -> dict[str, int] | None:
+    """Inside the write transaction: the version of every case resolved before it began, or None when
+    one of them is gone (as ``cases_still_exist``). Read under the write lock, so exact at the write."""
+    versions = await case_store.versions_of(tx, tenant_id, list(case_ids))
+    return versions if len(versions) == len(case_ids) else None
 
 
 def link(item: ResultIn, by_code: dict[str, Row], by_id: dict[str, Row]) -> Row | str | None:

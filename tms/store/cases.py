@@ -133,6 +133,17 @@ async def count_existing(db: Database | Transaction, tenant_id: str, ids: list[s
     ))
 
 
+async def versions_of(db: Database | Transaction, tenant_id: str, ids: list[str]) -> dict[str, int]:
+    """id -> current version of those of these case ids that exist in the tenant (one query)."""
+    if not ids:
+        return {}
+    rows = await db.fetch_all(
+        "SELECT id, version FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    )
+    return {row["id"]: row["version"] for row in rows}
+
+
 async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
     # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
     return await _resolve(
