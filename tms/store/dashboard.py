@@ -28,7 +28,7 @@ async def failing_and_unstable(db: Database, tenant_id: str, run_ids: list[str],
     keeps the planner off the tenant-wide case-history index, which would read every result of the
     tenant. The few rows kept are joined to the library by primary key. The counts are spelled
     ``SUM(CASE ...)``, which both backends add natively (PostgreSQL's ``SUM(boolean)`` stand-in is a SQL
-    function called per row: half the time of this query there).
+    function called per row: most of this query's time there).
     """
     if not run_ids:
         return [], []
