@@ -124,10 +124,10 @@ async def resolve_cases(db: Database | Transaction, tenant_id: str, items: Seque
 async def cases_still_exist(tx: Transaction, tenant_id: str, case_ids: Collection[str]) -> bool:
     """Inside the write transaction: whether every case resolved before it began still exists.
 
-    One primary-key lookup per case and no rows back; only a miss (rare) costs a second resolve.
-    A case edited meanwhile needs no re-check: the write simply orders after the edit's transaction.
+    One primary-key lookup per case; only a miss (rare) costs a second resolve. A case edited
+    meanwhile needs no re-check: the write simply orders after the edit's transaction.
     """
-    return await case_store.count_existing(tx, tenant_id, list(case_ids)) == len(case_ids)
+    return await case_versions(tx, tenant_id, case_ids) is not None
 
 
 async def case_versions(tx: Transaction, tenant_id: str, case_ids: Collection[str]) -> dict[str, int] | None:

@@ -123,16 +123,6 @@ async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[
     )
 
 
-async def count_existing(db: Database | Transaction, tenant_id: str, ids: list[str]) -> int:
-    """How many of these case ids exist in the tenant (primary-key lookups, one query)."""
-    if not ids:
-        return 0
-    return int(await db.fetch_value(
-        "SELECT COUNT(*) FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
-        (tenant_id, json.dumps(ids)),
-    ))
-
-
 async def versions_of(db: Database | Transaction, tenant_id: str, ids: list[str]) -> dict[str, int]:
     """id -> current version of those of these case ids that exist in the tenant (one query)."""
     if not ids:
