@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ingest import items, make_cases, percentile, time_ingests
@@ -91,17 +89,6 @@ def seed_history(server: ServerProcess, tenant: Tenant, project_id: str, runs: i
     return time.perf_counter() - started
 
 
-def api_time(client: httpx.Client, path: str, requests: int) -> tuple[float, float]:
-    client.get(path)
-    latencies = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        response = client.get(path)
-        latencies.append((time.perf_counter() - start) * 1000)
-        assert response.status_code == 200, f"{path}: {response.status_code} {response.text[:200]}"
-    return percentile(latencies, 0.5), percentile(latencies, 0.95)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2_000)
@@ -145,7 +132,7 @@ def main() -> None:
                 ("GET /api/v1/runs/{id}/results", f"/api/v1/runs/{run_id}/results?limit=500"),
                 ("GET /api/v1/cases/{id}", f"/api/v1/cases/{case['id']}"),
             ]:
-                p50, p95 = api_time(api, path, args.requests)
+                p50, p95, _ = time_page(api, path, args.requests)
                 print(f"| API: {name} | {p50:.1f} | {p95:.1f} |")
             empty_p50, full_p50 = percentile(empty, 0.5) * 1000, percentile(full, 0.5) * 1000
             print(f"\n| ingest 5,000 | p50 ms |\n|---|---|\n| empty database | {empty_p50:.0f} |\n"
