@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+# bash with pipefail: a failing pip stays a failure when its output is filtered
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-test browser postgres serve test test-sqlite test-postgres lint typecheck bench
@@ -9,10 +12,14 @@ PIP := $(VENV)/bin/pip
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
+# pip's own progress is shown (one "Collecting ..." line per package): the first install takes about
+# two minutes on a fresh machine and must not look like a hang
 $(VENV)/.installed: pyproject.toml
+	@echo "make: creating $(VENV) and installing TMS with its test tools from PyPI (first time: about 2 minutes)..."
 	python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install --disable-pip-version-check -q --upgrade pip
+	$(PIP) install --disable-pip-version-check --progress-bar on -e '.[test]' | { grep -E --line-buffered '^(Collecting|Successfully installed)' || true; }
+	@echo "make: installed into $(VENV)"
 	touch $@
 
 install: $(VENV)/.installed  ## create .venv and install tms with its test tools

@@ -228,3 +228,18 @@ def test_a_data_dir_that_cannot_be_created_exits_with_one_line(tmp_path: Path) -
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write to the data directory" in lines[0], result.stderr
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, "http://127.0.0.1:8080"),
+    ({"TMS_SERVER_HOST": "0.0.0.0"}, f"http://{__import__('socket').gethostname()}:8080"),
+    ({"TMS_SERVER_HOST": "0.0.0.0", "TMS_SERVER_BASE_URL": "http://qa-box.example:8080"},
+     "http://qa-box.example:8080"),
+    ({"TMS_SERVER_HOST": "10.1.2.3", "TMS_SERVER_PORT": "9000"}, "http://10.1.2.3:9000"),
+])
+def test_links_for_teammates_name_a_reachable_host(tmp_path: Path, env: dict[str, str], expected: str) -> None:
+    """Listening on every interface is for teammates: their invitation links must not say 127.0.0.1."""
+    path = tmp_path / "tms.toml"
+    path.write_text("")
+    config = load_config(path, env).with_derived_base_url()
+    assert config.base_url == expected

@@ -155,7 +155,10 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     host, port = config.get("server.host"), config.get("server.port")
     where = "PostgreSQL" if config.database_url else "SQLite"
     print(f"tms: data in {config.data_dir.resolve()} ({where}), listening on http://{host}:{port} "
-          f"(config: {config.source})", flush=True)
+          f"(config: {config.source}); links name {config.base_url}; Ctrl-C stops it", flush=True)
+    if host in ("127.0.0.1", "localhost", "::1"):
+        print("tms: only this machine can connect; for teammates start it with TMS_SERVER_HOST=0.0.0.0 "
+              "(and TMS_SERVER_BASE_URL=http://<this host>:PORT if they know it by another name)", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=10)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import socket
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -181,11 +182,16 @@ class Config:
         return Config(values, self.source, self.explicit | {n.replace("__", ".") for n in overrides}, self.warnings)
 
     def with_derived_base_url(self) -> Config:
-        """Without an explicit base_url, links point at the address the server listens on."""
+        """Without an explicit base_url, links point at the address the server listens on.
+
+        Listening on every interface (``0.0.0.0``) means teammates on other machines are expected:
+        their invitation and setup links then name this machine's host name, not 127.0.0.1, which
+        would point each teammate at their own computer.
+        """
         if "server.base_url" in self.explicit:
             return self
         host = self.values["server.host"]
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        shown = (socket.gethostname() or "127.0.0.1") if host in ("0.0.0.0", "::", "") else host
         values = dict(self.values, **{"server.base_url": f"http://{shown}:{self.values['server.port']}"})
         return Config(values, self.source, self.explicit, self.warnings)
 
