@@ -161,3 +161,58 @@ def test_mcp_refuses_to_start_without_a_usable_token(tenant: Tenant) -> None:
     )
     assert bad.returncode == 4 and "HTTP 401" in bad.stderr and "x" * 40 not in bad.stderr
     assert bad.stdout == ""  # standard output belongs to the protocol
+
+
+def test_compare_with_an_unknown_or_foreign_base_names_the_base(tenant: Tenant, other_tenant: Tenant) -> None:
+    project, elsewhere = tenant.create_project(), tenant.create_project()
+
+    def ingest(on: Tenant, project_id: str, status: str) -> str:
+        response = on.api.post("/api/v1/ingest", json={
+            "project_id": project_id, "run_name": f"run {status}",
+            "results": [{"title": "checkout", "status": status}]})
+        assert response.status_code == 201, response.text
+        return str(response.json()["run_id"])
+
+    base, run = ingest(tenant, project["id"], "PASSED"), ingest(tenant, project["id"], "FAILED")
+    other_project = ingest(tenant, elsewhere["id"], "PASSED")
+    other_tenants = ingest(other_tenant, other_tenant.create_project()["id"], "PASSED")
+
+    async def work(session: ClientSession) -> dict[str, Any]:
+        return {name: await call(session, "compare_runs", run_id=run, base_run_id=base_id) for name, base_id in (
+            ("ok", base), ("unknown", "no-such-run"), ("other_project", other_project),
+            ("other_tenant", other_tenants))}
+
+    out = with_mcp(tenant, "read", work)
+    assert out["ok"][0] is False and out["ok"][1]["data"]["base_run_id"] == base
+    for name, base_id in (("unknown", "no-such-run"), ("other_project", other_project),
+                          ("other_tenant", other_tenants)):
+        error, text = out[name]
+        assert error and "HTTP 404" in text and base_id in text and "base" in text, (name, text)
+        assert "does not provide" not in text, (name, text)
+
+
+def test_ids_and_codes_cannot_reach_another_route(tenant: Tenant) -> None:
+    project = tenant.create_project()
+    case = new_case(tenant, title="Versioned", project_id=project["id"])
+
+    async def work(session: ClientSession) -> dict[str, Any]:
+        return {
+            "versions": await call(session, "get_case", case=f"{case['code']}/versions"),
+            "dot": await call(session, "get_case", case=".."),
+            "empty": await call(session, "get_case", case="  "),
+            "run": await call(session, "get_run", run_id="x/results"),
+            "failures": await call(session, "run_failures", run_id="../cases"),
+            "odd": await call(session, "get_case", case="A?B#C%2F"),
+            "update": await call(session, "update_case", case=f"{case['code']}/versions", status="READY"),
+        }
+
+    out = with_mcp(tenant, "write", work)
+    for name, value in (("versions", f"{case['code']}/versions"), ("run", "x/results"),
+                        ("failures", "../cases"), ("update", f"{case['code']}/versions")):
+        error, text = out[name]
+        assert error and repr(value) in text and "must not contain '/'" in text, (name, text)
+    assert out["dot"][0] and "'..'" in out["dot"][1]
+    assert out["empty"][0] and "empty" in out["empty"][1]
+    # other characters are escaped: the server looks for exactly that code and does not find it
+    assert out["odd"][0] and "HTTP 404" in out["odd"][1] and "A?B#C%2F" in out["odd"][1]
+    assert tenant.api.get(f"/api/v1/cases/{case['id']}").json()["data"]["status"] != "READY"

@@ -18,17 +18,33 @@ from tms import __version__
 USER_AGENT = f"tms-mcp/{__version__}"
 
 
-class ApiError(ToolError):
-    """The server answered with an error status; ``status`` keeps it for callers that branch on it."""
+# the detail of the server's 404 for a path no route serves (a missing resource names itself instead)
+NO_ROUTE_DETAIL = "The resource was not found."
 
-    def __init__(self, status: int, message: str) -> None:
+
+class ApiError(ToolError):
+    """The server answered with an error status; ``status`` keeps it for callers that branch on it,
+    ``detail`` the problem's own detail (``NO_ROUTE_DETAIL``: no route serves the path)."""
+
+    def __init__(self, status: int, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.detail = detail
 
 
-def segment(value: str) -> str:
-    """A path segment: an id or code can never reach another route."""
-    return quote(value.strip(), safe="")
+def segment(value: str, what: str = "id") -> str:
+    """A path segment: an id or code can never reach another route.
+
+    Escaping alone is not enough: the server decodes ``%2F`` back to ``/`` before routing, and
+    ``.``/``..`` are resolved by the client, so ``AX-1/versions`` would read the versions route and an
+    empty value the list. Such a value is no id or code of anything: it is refused, saying why.
+    """
+    clean = value.strip()
+    if not clean:
+        raise ToolError(f"{what} is empty: give a code (e.g. TC-12) or an id")
+    if "/" in clean or clean in (".", ".."):
+        raise ToolError(f"{what} {clean!r} is not a code or id: it must not contain '/' nor be '.' or '..'")
+    return quote(clean, safe="")
 
 
 def problem_text(response: httpx.Response) -> str:
@@ -48,6 +64,15 @@ def problem_text(response: httpx.Response) -> str:
             field, message = error.get("field"), error.get("message")
             parts.append(f"{field}: {message}" if field else str(message))
     return ": ".join(parts[:2]) + "".join(f"; {part}" for part in parts[2:])
+
+
+def _detail(response: httpx.Response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return detail if isinstance(detail, str) else None
 
 
 class TmsClient:
@@ -71,7 +96,7 @@ class TmsClient:
         except httpx.HTTPError as exc:
             raise ToolError(f"TMS could not be reached: {type(exc).__name__}: {exc}".rstrip(": ")) from None
         if response.status_code >= 400:
-            raise ApiError(response.status_code, problem_text(response))
+            raise ApiError(response.status_code, problem_text(response), _detail(response))
         if response.status_code == 204 or not response.content:
             return None
         return response.json()

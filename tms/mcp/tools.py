@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tms.mcp.client import ApiError, TmsClient, segment
+from tms.mcp.client import NO_ROUTE_DETAIL, ApiError, TmsClient, segment
 
 INSTRUCTIONS = (
     "Tools over a TMS test-management service: its library of test cases (Gherkin scenarios with a "
@@ -49,14 +49,16 @@ def _fields(**values: Any) -> dict[str, Any]:
 
 
 async def _run_endpoint(api: TmsClient, run_id: str, tail: str, what: str, **params: Any) -> Any:
-    """GET /runs/{id}/<tail>; a 404 for a run that exists means this server has no such endpoint yet."""
-    path = f"/runs/{segment(run_id)}/{tail}"
+    """GET /runs/{id}/<tail>. The server's own 404 (the run, or a ``base`` run unknown or of another
+    project) comes back as it is; only a 404 of no route, for a run that exists, means this server has
+    no such endpoint yet."""
+    path = f"/runs/{segment(run_id, 'run_id')}/{tail}"
     try:
         return await api.get(path, **params)
     except ApiError as exc:
-        if exc.status != 404:
+        if exc.status != 404 or exc.detail not in (None, NO_ROUTE_DETAIL):
             raise
-        await api.get(f"/runs/{segment(run_id)}")  # raises the run's own 404 when it is the run that is missing
+        await api.get(f"/runs/{segment(run_id, 'run_id')}")  # the run's own 404 when the run is missing
         raise ToolError(
             f"this TMS server does not provide {what} (GET /api/v1{path} answered 404 for an "
             "existing run): it is older than the failure-analysis API; upgrade the server"
@@ -97,7 +99,7 @@ def build_server(api: TmsClient, scopes: set[str]) -> MCPServer:
     @server.tool(annotations=READ)
     async def get_case(case: CaseRef) -> dict[str, Any]:
         """Read one test case in full: title, Gherkin (bdd_content), status, priority, tags, tickets."""
-        return await api.get(f"/cases/{segment(case)}")  # type: ignore[no-any-return]
+        return await api.get(f"/cases/{segment(case, 'case')}")  # type: ignore[no-any-return]
 
     @server.tool(annotations=READ)
     async def list_runs(
@@ -111,7 +113,7 @@ def build_server(api: TmsClient, scopes: set[str]) -> MCPServer:
     @server.tool(annotations=READ)
     async def get_run(run_id: RunId) -> dict[str, Any]:
         """Read one run: name, environment, status and counts (passed, failed, broken, skipped)."""
-        return await api.get(f"/runs/{segment(run_id)}")  # type: ignore[no-any-return]
+        return await api.get(f"/runs/{segment(run_id, 'run_id')}")  # type: ignore[no-any-return]
 
     @server.tool(annotations=READ)
     async def run_failures(run_id: RunId) -> dict[str, Any]:
@@ -184,6 +186,6 @@ def build_server(api: TmsClient, scopes: set[str]) -> MCPServer:
                        is_e2e=is_e2e, automation_status=automation_status, tags=tags, section_id=section_id)
         if not body:
             raise ToolError("nothing to change: give at least one field")
-        return await api.patch(f"/cases/{segment(case)}", body)  # type: ignore[no-any-return]
+        return await api.patch(f"/cases/{segment(case, 'case')}", body)  # type: ignore[no-any-return]
 
     return server
