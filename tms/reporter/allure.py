@@ -15,7 +15,9 @@ grouped by `historyId` and ordered by `start`: the last is the outcome, the earl
 
 Parameters are appended to a name that does not show them ("test_pay [10, EUR]") so each
 parametrized run stays its own test. Attachments of the test and of its steps (at any depth) are
-uploaded; `source` is a file name in the results directory.
+uploaded; `source` is a file name in the results directory, and a `source` that resolves anywhere else
+(`../../secret`, an absolute path, a symbolic link leading out) is refused, never read: the summary
+names it as skipped with the reason.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from tms.reporter.reading import (
     first_line,
     json_bytes,
     ms_to_iso,
+    path_inside,
     read_json_bytes,
-    resolve_path,
     strip_ansi,
     tags_of,
 )
@@ -238,7 +240,7 @@ def _outcome(result: _Result, path: str, base_of: Callable[[str], str]) -> TestO
     for attachment in _attachments(result) if result.attachments or result.steps else ():
         if isinstance(attachment.source, str) and attachment.source.strip():
             name = attachment.name if isinstance(attachment.name, str) and attachment.name else attachment.source
-            outcome.attachments.append((name, resolve_path(base_of(path), attachment.source)))
+            outcome.attachments.append((name, path_inside(base_of(path), attachment.source, "results")))
     return outcome
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from tms.reporter.model import RefusedPath
 from tms.reporter.reading import resolve_path
 
 # the service's allowed attachment types, by file extension (tms/services/filetypes.py)
@@ -61,6 +62,8 @@ def plan(pairs: list[tuple[str | None, list[tuple[str, str]]]]) -> tuple[list[Pl
 
 
 def _problem(path: str) -> str | None:
+    if isinstance(path, RefusedPath):
+        return path.reason  # never opened, not even to see whether it exists
     extension = os.path.splitext(path)[1].lower().lstrip(".")
     if not os.path.isfile(path):
         return "file not found"

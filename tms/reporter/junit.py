@@ -26,7 +26,7 @@ from xml.etree.ElementTree import ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import MAX_XML_DEPTH, ReportError, TestOutcome, paused_gc, too_deep
 
 # a failing test's own output goes into its stack; more than this is noise in a result page
 MAX_OUTPUT_CHARS = 16_000
@@ -65,6 +65,8 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
         for event, elem in iterparse(path, events=("start", "end")):
             tag = _local(elem.tag)
             if event == "start":
+                if len(stack) >= MAX_XML_DEPTH:
+                    raise too_deep(path)  # before suite paths of that length make the parse quadratic
                 if not stack:
                     if tag not in ("testsuites", "testsuite"):
                         hint = " (Robot Framework: write one with --xunit FILE)" if tag == "robot" else ""

@@ -39,6 +39,29 @@ def paused_gc(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return paused
 
 
+# the deepest XML element nesting any parser reads (docs/reporter.md): a test report nests suites, a
+# test and its keywords a few dozen levels at most; a deeper file is refused before it costs
+# quadratic time (JUnit's suite paths) or Python's recursion limit
+MAX_XML_DEPTH = 1000
+
+
+def too_deep(path: str) -> ReportError:
+    return ReportError(path, f"refused: XML elements nested deeper than {MAX_XML_DEPTH} levels, the reporter's "
+                             "limit (a test report never nests that deep: possible nesting bomb)")
+
+
+class RefusedPath(str):
+    """An attachment path the reporter will not read (outside the folder it must stay in), with the
+    reason: the upload skips it and names it in the summary."""
+
+    reason: str
+
+    def __new__(cls, path: str, reason: str) -> RefusedPath:
+        made = super().__new__(cls, path)
+        made.reason = reason
+        return made
+
+
 # the service's result statuses, worst first: used to combine several tests that map to one case
 STATUSES = ("FAILED", "BROKEN", "UNKNOWN", "PASSED", "SKIPPED")
 

@@ -30,7 +30,7 @@ import msgspec
 from defusedxml import DefusedXmlException, EntitiesForbidden
 
 from tms.reporter.junit import MAX_OUTPUT_CHARS
-from tms.reporter.model import ReportError
+from tms.reporter.model import MAX_XML_DEPTH, RefusedPath, ReportError, too_deep
 
 _BYTE_OFFSET = re.compile(r"\(byte (\d+)\)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -183,6 +183,8 @@ class _Stream:
                 for child in complete:
                     tag = names.get(child.tag) or self.name(child.tag)
                     if tag in units:  # the common case: a finished test (a unit is never opened)
+                        if len(child):
+                            self._check_complete(child, level + 1)
                         yield END, tag, child
                     else:
                         yield from self._complete(child, tag, level + 1)
@@ -194,30 +196,74 @@ class _Stream:
                 continue
             tag = self.name(last.tag)
             if tag in units:
+                self._check_unit(last)
                 if self.prune is not None:
                     self._prune(last)
                 return
+            if len(self.open) >= MAX_XML_DEPTH:
+                raise too_deep(self.path)
             self.open.append(last)
             yield START, tag, last
             level += 1
 
     def _complete(self, elem: Any, tag: str, level: int) -> Iterator[tuple[str, str, Any]]:
-        """Events of a complete element (not a unit) and of everything in it not handed out yet."""
-        opened = level < len(self.open) and self.open[level] is elem
+        """Events of a complete element (not a unit) and of everything in it not handed out yet:
+        depth first with a stack of its own (no recursion), refusing a nesting past MAX_XML_DEPTH."""
+        names, units, open_ = self.names, self.units, self.open
+        opened = level < len(open_) and open_[level] is elem
         if not opened:
             yield START, tag, elem
-        if len(elem):
-            children = elem[:]
-            del elem[:]
-            for child in children:
-                child_tag = self.name(child.tag)
-                if child_tag in self.units:
+        children = elem[:]
+        del elem[:]
+        stack: list[tuple[Any, str, int, bool, Iterator[Any]]] = [(elem, tag, level, opened, iter(children))]
+        while stack:
+            node, node_tag, node_level, node_opened, pending = stack[-1]
+            for child in pending:
+                child_tag = names.get(child.tag) or self.name(child.tag)
+                if child_tag in units:
+                    if len(child):
+                        self._check_complete(child, node_level + 1)
                     yield END, child_tag, child
-                else:
-                    yield from self._complete(child, child_tag, level + 1)
-        if opened:
-            del self.open[level:]
-        yield END, tag, elem
+                    continue
+                child_level = node_level + 1
+                if child_level >= MAX_XML_DEPTH:
+                    raise too_deep(self.path)
+                child_opened = child_level < len(open_) and open_[child_level] is child
+                if not child_opened:
+                    yield START, child_tag, child
+                grandchildren = child[:]
+                del child[:]
+                stack.append((child, child_tag, child_level, child_opened, iter(grandchildren)))
+                break
+            else:
+                stack.pop()
+                if node_opened:
+                    del open_[node_level:]
+                yield END, node_tag, node
+
+    def _check_complete(self, unit: Any, level: int) -> None:
+        """A finished test, read whole by the C parser: not nested past MAX_XML_DEPTH. Counting its
+        elements (in C) settles nearly every test; only one holding more elements than the limit
+        allows levels is measured, iteratively."""
+        room = MAX_XML_DEPTH - level
+        if len(list(unit.iter())) <= room:
+            return
+        pending = [(unit, level)]
+        while pending:
+            node, depth = pending.pop()
+            if depth >= MAX_XML_DEPTH:
+                raise too_deep(self.path)
+            pending.extend((child, depth + 1) for child in node)
+
+    def _check_unit(self, unit: Any) -> None:
+        """The test still being read, down its chain of open elements: not past MAX_XML_DEPTH (checked
+        once per chunk, so a nesting bomb inside a test is refused before it fills the memory)."""
+        depth, node = len(self.open) + 1, unit
+        while len(node):
+            node = node[-1]
+            depth += 1
+            if depth > MAX_XML_DEPTH:
+                raise too_deep(self.path)
 
     def _prune(self, unit: Any) -> None:
         """Empty the `prune` elements already complete inside the unit still being read."""
@@ -400,3 +446,21 @@ def resolve_path(base: str, raw: str) -> str:
             if os.path.isfile(tail):
                 return os.path.normpath(tail)
     return os.path.normpath(candidate)
+
+
+_REAL_FOLDERS: dict[str, str] = {}
+
+
+def path_inside(base: str, raw: str, what: str) -> str:
+    """`raw` (relative to the folder `base`) as a real path inside `base`, or a RefusedPath when it is
+    anywhere else once `..`, an absolute path or a symbolic link is resolved: a report whose format
+    keeps its files in its own folder (Allure) never makes the reporter read another one."""
+    raw = raw.strip()
+    root = _REAL_FOLDERS.get(base)
+    if root is None:
+        root = _REAL_FOLDERS[base] = os.path.realpath(base)
+    candidate = os.path.normpath(os.path.join(base, raw))
+    real = os.path.realpath(candidate)
+    if real.startswith(root.rstrip(os.sep) + os.sep):
+        return real
+    return RefusedPath(candidate, f"outside the {what} folder {base}: the reporter reads no file outside it")
