@@ -238,7 +238,7 @@ def test_results_list_is_paginated_linked_first_then_unlinked(tenant: Tenant) ->
     url = f"/api/v1/runs/{run_id}/results"
     reader = tenant.client("read")
     whole = reader.get(url).json()
-    assert whole["pagination"] == {"total": 7, "limit": 500, "offset": 0}
+    assert whole["pagination"] == {"total": 7, "limit": 7, "offset": 0}  # without limit: every result
     assert [r["title"] for r in whole["data"]] == [c["title"] for c in cases] + [f"unlinked {i}" for i in range(4)]
     pages = [reader.get(url, params={"limit": 2, "offset": offset}).json() for offset in (0, 2, 4, 6)]
     assert [p["pagination"] for p in pages] == [{"total": 7, "limit": 2, "offset": o} for o in (0, 2, 4, 6)]

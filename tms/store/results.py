@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -230,6 +230,75 @@ async def page_for_run(
         rows += await _page_of(db, "unlinked_test_results", _UNLINKED_LIST_COLUMNS, run, status,
                                limit - len(rows), max(0, offset - linked_total))
     return rows
+
+
+# GET /runs/{id}/results without a limit reads the run this many rows at a time
+CHUNK_ROWS = 1_000
+
+
+def _run_filter(table: str, tenant_id: str, run_id: str, status: str | None,
+                assignee_id: str | None) -> tuple[str, list[Any]]:
+    where, params = _WHERE_RUN[table], [run_id, tenant_id]
+    if status is not None:
+        where += " AND status = ?"
+        params.append(status)
+    if assignee_id is not None:
+        where += " AND assignee_id = ?"
+        params.append(assignee_id)
+    return where, params
+
+
+async def count_matching(db: Database, tenant_id: str, run_id: str, *, status: str | None = None,
+                         assignee_id: str | None = None) -> int:
+    """The rows ``chunks_for_run`` would list from offset 0."""
+    total = 0
+    for table in ("test_results",) if assignee_id is not None else ("test_results", "unlinked_test_results"):
+        where, params = _run_filter(table, tenant_id, run_id, status, assignee_id)
+        total += int(await db.fetch_value(f"SELECT COUNT(*) FROM {table} WHERE {where}", params))
+    return total
+
+
+async def chunks_for_run(
+    db: Database, tenant_id: str, run_id: str, *, status: str | None = None, assignee_id: str | None = None,
+    offset: int = 0, chunk: int = CHUNK_ROWS,
+) -> AsyncIterator[list[Row]]:
+    """Every row of the run (linked first, then unlinked, each in stored order) after the first
+    ``offset``, ``chunk`` rows at a time: memory holds one chunk, whatever the size of the run.
+
+    Keyset paging on rowid (``rowid > last``), so each chunk costs the same however deep it is; the
+    inner query reads only the run index (PostgreSQL: ``test_results_run``/``native_results_run``,
+    SQLite: the (run_id, test_case_id) and (run_id, tenant_id) indexes, which hold the rowid), the
+    outer one the chunk's rows. Rows stored meanwhile after the last one read are included; an
+    assignee lists linked results only (unlinked ones are never assigned).
+    """
+    tables = [("test_results", _LIST_COLUMNS)]
+    if assignee_id is None:
+        tables.append(("unlinked_test_results", _UNLINKED_LIST_COLUMNS))
+    skip = offset
+    for table, columns in tables:
+        where, params = _run_filter(table, tenant_id, run_id, status, assignee_id)
+        last: int | None = None
+        if skip:
+            held = int(await db.fetch_value(f"SELECT COUNT(*) FROM {table} WHERE {where}", params))
+            if held <= skip:
+                skip -= held
+                continue
+            keys = await db.fetch_all(f"SELECT rowid FROM {table} WHERE {where} ORDER BY rowid LIMIT 1 OFFSET ?",
+                                      (*params, skip - 1))
+            last, skip = int(keys[0]["rowid"]), 0
+        while True:
+            after, after_params = ("", ()) if last is None else (" AND rowid > ?", (last,))
+            rows = await db.fetch_all(
+                f"SELECT rowid AS chunk_key, {columns} FROM {table} WHERE rowid IN (SELECT rowid FROM {table} "
+                f"WHERE {where}{after} ORDER BY rowid LIMIT ?) ORDER BY rowid", (*params, *after_params, chunk))
+            if not rows:
+                break
+            last = int(rows[-1]["chunk_key"])
+            for row in rows:
+                del row["chunk_key"]
+            yield rows
+            if len(rows) < chunk:
+                break
 
 
 async def filtered_for_run(db: Database, tenant_id: str, run_id: str, *, assignee_id: str | None,
