@@ -41,14 +41,17 @@ from tms.api import runs as runs_api
 from tms.api import sections as sections_api
 from tms.api import team as team_api
 from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import inflation_slots, strict_json_body
+from tms.api.bodies import inflation_slots
 from tms.api.openapi import JsonDocument
+from tms.api.query import check_request
 from tms.api.reference import ApiReferencePlugin
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import database_for
 from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
+from tms.reports import api as reports_api
+from tms.reports import web as reports_web
 from tms.services import accounts, retention
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
@@ -149,6 +152,7 @@ def _api_router() -> Router:
             plans_api.get_plan,
             plans_api.update_plan,
             plans_api.delete_plan,
+            *reports_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -184,6 +188,7 @@ def _web_routers() -> list[Any]:
         web_failures.router(),
         web_milestones.router(),
         web_plans.router(),
+        reports_web.router(),
     ]
 
 
@@ -281,6 +286,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             operations_api.healthz,
             operations_api.readyz,
             operations_api.metrics,
+            operations_api.favicon,
             _api_router(),
             *_web_routers(),
             create_static_files_router(path="/static", directories=[PACKAGE_DIR / "static"],
@@ -296,7 +302,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_required},
         request_max_body_size=DEFAULT_MAX_BODY,
-        before_request=strict_json_body,
+        before_request=check_request,
         before_send=[security_headers],
         openapi_config=OpenAPIConfig(
             title="TMS API",
