@@ -6,6 +6,7 @@ the contract about cases lives here and not in a handler.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from tms.models.cases import (
 )
 from tms.services import audit
 from tms.services.errors import Conflict, InvalidInput, NotFound
-from tms.services.gherkin import validate_gherkin
+from tms.services.gherkin import PARSE_THREAD_THRESHOLD, validate_gherkin
 from tms.services.paging import check_choice, page_window
 from tms.services.retest import set_needs_retest
 from tms.store import case_versions as version_store
@@ -151,9 +152,19 @@ def check_creates(bodies: list[CaseCreate] | list[Any]) -> list[CaseCreate]:
     return creates
 
 
+def _gherkin_chars(bodies: list[CaseCreate] | list[Any]) -> int:
+    return sum(len(body.bdd_content) if isinstance(body, CaseCreate)
+               else len(str(body.get("bdd_content") or "")) if isinstance(body, dict) else 0
+               for body in bodies)
+
+
 async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | list[Any]) -> list[Case]:
     """Creates all cases in one transaction or none (a bad one raises, naming its index if several)."""
-    creates = check_creates(bodies)
+    # parsing costs ~2 us a character: long Gherkin is checked in a worker thread, off the event loop
+    if _gherkin_chars(bodies) < PARSE_THREAD_THRESHOLD:
+        creates = check_creates(bodies)
+    else:
+        creates = await asyncio.to_thread(check_creates, bodies)
     async with db.transaction() as tx:
         created = await insert_checked(tx, tenant_id, creates, now_iso())
         if len(created) == 1:
@@ -361,7 +372,10 @@ AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "s
 
 async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
     """Changes the fields given; a change of anything makes a new version (none when nothing differs)."""
-    changes = _encoded_changes(body)
+    if body.bdd_content is msgspec.UNSET or len(body.bdd_content) < PARSE_THREAD_THRESHOLD:
+        changes = _encoded_changes(body)
+    else:  # a long Gherkin text is parsed in a worker thread, off the event loop
+        changes = await asyncio.to_thread(_encoded_changes, body)
     async with db.transaction() as tx:
         row = await find_case_row(tx, tenant_id, id_or_code)
         if row is None:
