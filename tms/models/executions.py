@@ -10,7 +10,11 @@ from msgspec import UNSET, UnsetType
 from tms.models import Label, RequestBody
 from tms.models.results import Result, ResultStatus, Text, Url
 
-StepIndex = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
+# An index is checked against the case's checklist (its size computed, never expanded); this bound only
+# keeps it an int32. A case stored before EXPANDED_STEPS_LIMIT can have far more than 2,000 steps.
+StepIndex = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
+# step_results one PATCH may carry (each replaces the stored list): validation is linear in this
+STEP_RESULTS_MAX = 10_000
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
 
@@ -29,7 +33,7 @@ class ResultPatch(RequestBody):
     bug_ticket_key: Label | UnsetType | None = UNSET
     bug_ticket_url: Url | UnsetType | None = UNSET
     assignee_id: Id | UnsetType | None = UNSET
-    step_results: Annotated[list[StepResult], msgspec.Meta(max_length=10000)] | UnsetType | None = UNSET
+    step_results: Annotated[list[StepResult], msgspec.Meta(max_length=STEP_RESULTS_MAX)] | UnsetType | None = UNSET
     # not in the contract's list: the execution view's timer (an addition, as the contract allows)
     duration_ms: Annotated[int, msgspec.Meta(ge=0, le=2147483647)] | UnsetType | None = UNSET
 

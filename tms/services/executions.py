@@ -20,7 +20,7 @@ from tms.models.results import Result
 from tms.services import audit, events, failures, retest
 from tms.services.attachments import attachments_by_result
 from tms.services.errors import InvalidInput, NotFound
-from tms.services.gherkin import step_count
+from tms.services.gherkin import count_steps
 from tms.services.result_rows import STATUS_INDEX
 from tms.services.results import result_from_row
 from tms.store import cases as case_store
@@ -74,6 +74,8 @@ async def check_assignee(db: Database | Transaction, tenant_id: str, user_id: st
 
 
 def _check_steps(steps: list[StepResult], available: int) -> None:
+    """Linear in the request's step results (at most ``STEP_RESULTS_MAX`` of them), whatever the case's
+    size: ``available`` is the checklist's length, computed by arithmetic, never by expanding it."""
     seen: set[int] = set()
     for position, step in enumerate(steps):
         if step.index in seen:
@@ -81,8 +83,13 @@ def _check_steps(steps: list[StepResult], available: int) -> None:
                                field="step_results")
         if step.index > available:
             raise InvalidInput(f"step_results[{position}].index {step.index} is beyond the case's "
-                               f"{available} steps", field="step_results")
+                               f"{available:,} steps", field="step_results")
         seen.add(step.index)
+
+
+async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | None) -> str | None:
+    case = None if case_id is None else await case_store.get_case(db, tenant_id, case_id)
+    return None if case is None else case["bdd_content"]
 
 
 async def update_result(
@@ -93,6 +100,13 @@ async def update_result(
     whose change it replaced, so the first tester is told rather than silently overwritten."""
     if body.assignee_id not in (msgspec.UNSET, None):
         await check_assignee(db, tenant_id, body.assignee_id)
+    measured: tuple[str | None, int] | None = None
+    if body.step_results not in (msgspec.UNSET, None):
+        # the checklist's size before taking the write lock: parsing a long case (off the event loop)
+        # must not hold every other writer
+        before, _ = await _row(db, tenant_id, result_id)
+        text = await _case_text(db, tenant_id, before["test_case_id"])
+        measured = (text, await count_steps(text))
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
@@ -107,8 +121,10 @@ async def update_result(
         if body.step_results is not msgspec.UNSET:
             steps = body.step_results
             if steps is not None:
-                case = await case_store.get_case(tx, tenant_id, row["test_case_id"])
-                _check_steps(steps, step_count(case["bdd_content"] if case else None))
+                text = await _case_text(tx, tenant_id, row["test_case_id"])
+                # the case changed since it was measured (rare): measure again, under the lock
+                available = measured[1] if measured is not None and measured[0] == text else await count_steps(text)
+                _check_steps(steps, available)
                 encoded = _steps_encoder.encode(sorted(steps, key=lambda s: s.index)).decode()
             else:
                 encoded = None
