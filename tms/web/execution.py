@@ -24,7 +24,7 @@ from tms.models.results import RESULT_STATUSES
 from tms.services import attachments as attachment_service
 from tms.services import executions, team
 from tms.services.errors import DomainError, NotFound
-from tms.services.gherkin import checklist, step_count
+from tms.services.gherkin import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.state import app_state, db_of
 from tms.store import cases as case_store
 from tms.store import executions as execution_store
@@ -37,7 +37,7 @@ STEP_STATUSES = (("PASSED", "Passed", "p"), ("FAILED", "Failed", "f"), ("BROKEN"
 _steps_decoder = msgspec.json.Decoder(list[dict[str, Any]])
 
 
-async def _context(request: AnyRequest, result_id: str) -> dict[str, Any]:
+async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
     db, tenant = db_of(request), tenant_of(request)
     try:
         row, linked = await executions.get_result_row(db, tenant, result_id)
@@ -51,8 +51,12 @@ async def _context(request: AnyRequest, result_id: str) -> dict[str, Any]:
     position, total = await execution_store.neighbours(db, tenant, row["run_id"], result_id)
     members = await team.list_users(db, tenant)
     steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
-    return {"result": row, "run": run, "case": case, "groups": checklist(case["bdd_content"] if case else None),
-            "steps": steps, "attachments": attachments[result_id], "position": position, "run_total": total,
+    # one page of the checklist (parsed off the event loop when long): a case stored before the limit
+    # can expand to 100,000 steps, and the page's time and size must not grow with that
+    page = await load_checklist_page(case["bdd_content"] if case else None, steps_page)
+    return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
+            "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
+            "position": position, "run_total": total,
             "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
             "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
             "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES,
@@ -67,15 +71,26 @@ def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dic
             "notes": {i: s.get("comment") or "" for i, s in steps.items()}}
 
 
+def _page_number(raw: object) -> int:
+    try:
+        return max(1, min(int(str(raw)), 2_147_483_647))
+    except ValueError:
+        return 1
+
+
 @get("/results/{result_id:str}/execute")
-async def execute_page(request: AnyRequest, result_id: str) -> Template:
-    context = await _context(request, result_id)
+async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1) -> Template:
+    context = await _context(request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
                   form=_form_from_row(context["result"], context["steps"]), **context)
 
 
-def _read_form(single: dict[str, str], step_total: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """(form as typed, patch fields, errors by field): every wrong field is named at once."""
+def _read_form(single: dict[str, str], first: int, last: int,
+               kept: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """(form as typed, patch fields, errors by field): every wrong field is named at once.
+
+    The form holds one page of steps (``first`` .. ``last``); ``kept`` are the stored step results of
+    the other pages, saved again unchanged."""
     errors: dict[str, str] = {}
     form: dict[str, Any] = {key: single.get(key, "") for key in ("status", "comment", "bug_ticket_key",
                                                                  "bug_ticket_url", "assignee_id",
@@ -99,8 +114,9 @@ def _read_form(single: dict[str, str], step_total: int) -> tuple[dict[str, Any],
                 raise ValueError
         except ValueError:
             errors["duration_ms"] = "The duration is a whole number of milliseconds."
-    steps, notes, step_results = {}, {}, []
-    for index in range(1, step_total + 1):
+    steps, notes = {}, {}
+    step_results = [item for item in kept if item["index"] < first]
+    for index in range(first, last + 1):
         status = single.get(f"step_{index}", "")
         note = single.get(f"note_{index}", "")
         notes[index] = note
@@ -118,6 +134,7 @@ def _read_form(single: dict[str, str], step_total: int) -> tuple[dict[str, Any],
             step_results.append(item)
         elif note.strip():
             errors[f"step_{index}"] = "Mark the step before adding a note."
+    step_results += [item for item in kept if item["index"] > last]
     form["steps"], form["notes"] = steps, notes
     patch = {"status": form["status"], "comment": form["comment"].strip() or None, "bug_ticket_key": key or None,
              "bug_ticket_url": url or None, "duration_ms": duration, "step_results": step_results or None,
@@ -136,8 +153,14 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
         raise not_found("test case result")
     case = await case_store.get_case(db, tenant, row["test_case_id"])
     single, _ = await form_of(request)
+    # the form holds one page of the checklist: its size is counted (off the event loop when long,
+    # never expanded), and the stored marks of the other pages are kept
+    total = await count_steps(case["bdd_content"] if case else None)
+    steps_page, _, first, last = page_bounds(total, _page_number(single.get("steps_page", "1")))
+    stored = _steps_decoder.decode(row["step_results"]) if row["step_results"] else []
+    kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]
     # the full page context is read only when the form comes back with errors: a save stays cheap
-    form, patch, errors = _read_form(single, step_count(case["bdd_content"] if case else None))
+    form, patch, errors = _read_form(single, first, last, kept)
     if not errors:
         try:
             body = msgspec.convert(patch, ResultPatch)
@@ -149,7 +172,7 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
             errors[exc.field or "form"] = exc.detail
     if errors:
         return render(request, "runs/execute.html", status_code=400, active_nav="runs", errors=errors, form=form,
-                      **await _context(request, result_id))
+                      **await _context(request, result_id, steps_page))
     if saved.overwritten_by:
         flash(request, f"Saved. Note: {saved.overwritten_by} had changed this result at "
                           f"{(saved.overwritten_at or '')[:19].replace('T', ' ')} UTC after you opened it; "
@@ -162,7 +185,8 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
         if following:
             return done(request, f"/results/{following}/execute", "Saved.")
         return done(request, f"/runs/{run_id}", "Saved. No untested result is left in this run.")
-    return done(request, f"/results/{result_id}/execute", "Saved.")
+    page_query = f"?steps_page={steps_page}" if steps_page > 1 else ""
+    return done(request, f"/results/{result_id}/execute{page_query}", "Saved.")
 
 
 @get("/my-work")
