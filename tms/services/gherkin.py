@@ -60,11 +60,10 @@ def validate_gherkin(text: str, *, field: str = "bdd_content") -> None:
     feature = cast("dict[str, Any] | None", document.get("feature"))
     if not feature:
         raise InvalidInput(f"{field} is not valid Gherkin: it has no 'Feature:' line", field=field)
-    background, units = _units(feature)
-    size, written = _size(background, units), _written(feature)
-    if size > max(EXPANDED_STEPS_LIMIT, written):
+    plan = _plan(cast("dict[str, Any]", document), feature)
+    if plan.over_limit:
         raise InvalidInput(
-            f"{field} expands to {size:,} steps to execute (Background steps once, a Scenario Outline's "
+            f"{field} expands to {plan.size:,} steps to execute (Background steps once, a Scenario Outline's "
             f"steps once per Examples row, a Rule's Background in each of its scenarios); a case may have "
             f"at most {EXPANDED_STEPS_LIMIT:,} (or, when its text writes out more steps than that, no more "
             "than it writes out): split its Examples over several cases", field=field)
@@ -110,6 +109,12 @@ class Expansion:
     background: list[dict[str, Any]]  # the Feature's Background steps: listed once, first
     units: list[_Unit]
     size: int  # the checklist's steps
+    written: int  # the steps the text writes out, each once
+
+    @property
+    def over_limit(self) -> bool:
+        """Whether saving this text now would be refused (a case stored before the limit can be)."""
+        return self.size > max(EXPANDED_STEPS_LIMIT, self.written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +125,7 @@ class ChecklistPage:
     pages: int
     first: int  # the indexes of the page's steps: first..last (last < first when the checklist is empty)
     last: int
+    over_limit: bool  # the case expands past what a save allows now (stored before the limit existed)
 
 
 def _units(feature: dict[str, Any]) -> tuple[list[dict[str, Any]], list[_Unit]]:
@@ -187,8 +193,12 @@ def _parse(text: str | None) -> Expansion | None:
     feature = cast("dict[str, Any] | None", document.get("feature"))
     if not feature:
         return None
+    return _plan(cast("dict[str, Any]", document), feature)
+
+
+def _plan(document: dict[str, Any], feature: dict[str, Any]) -> Expansion:
     background, units = _units(feature)
-    return Expansion(cast("dict[str, Any]", document), feature, background, units, _size(background, units))
+    return Expansion(document, feature, background, units, _size(background, units), _written(feature))
 
 
 def checklist(text: str | None) -> list[ChecklistGroup]:
@@ -224,7 +234,7 @@ def checklist_page(text: str | None, page: int, per_page: int = STEPS_PAGE_SIZE)
     total = 0 if parsed is None else parsed.size
     page, pages, first, last = page_bounds(total, page, per_page)
     groups = [] if parsed is None else checklist_window(parsed, first, per_page, last_page=page == pages)
-    return ChecklistPage(groups, total, page, pages, first, last)
+    return ChecklistPage(groups, total, page, pages, first, last, parsed is not None and parsed.over_limit)
 
 
 def checklist_window(parsed: Expansion, first: int, count: int, *, last_page: bool = True) -> list[ChecklistGroup]:
