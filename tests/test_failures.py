@@ -186,6 +186,7 @@ def test_a_known_issue_by_pattern_matches_message_and_stack(tenant: Tenant) -> N
         ({"bug_ticket_key": "B-1", "pattern": r"(?=x)y"}, "pattern"),                 # look-ahead
         ({"bug_ticket_key": "B-1", "pattern": "x" * 501}, "pattern"),
         ({"bug_ticket_key": "B-1", "pattern": "a{1000}{1000}"}, "pattern"),           # too big an automaton
+        ({"bug_ticket_key": "B-1", "pattern": ".{0,1000}.{0,1000}.{0,1000}Q"}, "pattern"),  # too big a program
         ({"pattern": "x"}, "bug_ticket_key"),
         ({"bug_ticket_key": "B-1", "pattern": "x", "severity": "high"}, None),         # unknown field
     ],

@@ -7,6 +7,10 @@ when its bug is resolved (close_for_bug), and its tests join the retest queue.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -15,13 +19,23 @@ from tms.db import Database, Row, Transaction
 from tms.ids import new_id, now_iso
 from tms.models.cases import Pagination
 from tms.models.known_issues import KnownIssue, KnownIssueCreate, KnownIssueUpdate
-from tms.services import audit, retest
+from tms.services import audit, fingerprints, retest
 from tms.services.errors import InvalidInput, NotFound
 from tms.services.paging import check_choice, page_window
-from tms.services.patterns import compile_pattern, subject
+from tms.services.patterns import (
+    MATCH_BUDGET_SECONDS,
+    MAX_PATTERNS_PER_PROJECT,
+    OverBudget,
+    PatternSet,
+    acceptable,
+    compile_pattern,
+    subject,
+)
 from tms.services.runs import require_project
 from tms.store import failures as failure_store
 from tms.store import known_issues as store
+
+log = logging.getLogger(__name__)
 
 FIELDS = ("fingerprint", "pattern", "bug_ticket_key", "bug_ticket_url", "note", "status")
 
@@ -31,39 +45,113 @@ def to_model(row: Row) -> KnownIssue:
 
 
 class Matcher:
-    """The open known issues of one project, ready to match failures: a dict for fingerprints, the
-    compiled patterns in creation order. Built once per write, used for every failed row of it."""
+    """The open known issues of one project, ready to match failures: a dict for fingerprints, and the
+    patterns (``tms.services.patterns``: those passing today's rules, the oldest
+    ``MAX_PATTERNS_PER_PROJECT``) as one ``PatternSet``, built on first use. Built once per write, used
+    for every failed row of it.
 
-    def __init__(self, issues: list[Row]) -> None:
+    Pattern matching spends at most ``budget`` seconds per matcher (compiling the Set included); past
+    it a failure's text is left unmatched (``over_budget`` counts them, and the first is logged). Ingest
+    calls ``match_ahead`` in a worker thread before its write transaction; after that ``match`` answers
+    from those results alone and never runs a pattern on the event loop. Other writers (one result,
+    shards, POST results) and the run page's clusters match on demand within the same budget.
+    """
+
+    def __init__(self, issues: list[Row], *, budget: float = MATCH_BUDGET_SECONDS, where: str = "") -> None:
         self.by_fingerprint: dict[str, Row] = {}
-        self.patterns: list[tuple[Any, Row]] = []
+        self._with_pattern: list[Row] = []
         for issue in issues:
             if issue["fingerprint"] and issue["fingerprint"] not in self.by_fingerprint:
                 self.by_fingerprint[issue["fingerprint"]] = issue
             if issue["pattern"]:
-                try:
-                    self.patterns.append((compile_pattern(issue["pattern"]), issue))
-                except InvalidInput:
-                    continue
+                self._with_pattern.append(issue)
+        self._patterns: tuple[PatternSet, list[Row]] | None = None
+        self._budget = budget
+        self._spent = 0.0
+        # (message, stack) -> the issue its text matched (None: none, or not matched within the budget)
+        self._known: dict[tuple[str | None, str | None], Row | None] = {}
+        self._settled = False
+        self.over_budget = 0
+        self._where = where
 
     def __bool__(self) -> bool:
-        return bool(self.by_fingerprint or self.patterns)
+        return bool(self.by_fingerprint or self._with_pattern)
+
+    @property
+    def has_patterns(self) -> bool:
+        return bool(self._with_pattern)
 
     def match(self, fingerprint: str | None, message: str | None, stack: str | None) -> Row | None:
         if fingerprint is not None:
             issue = self.by_fingerprint.get(fingerprint)
             if issue is not None:
                 return issue
-        if self.patterns:
-            text = subject(message, stack)
-            for compiled, issue in self.patterns:
-                if compiled.search(text) is not None:
-                    return issue
-        return None
+        if not self._with_pattern:
+            return None
+        key = (message, stack)
+        if key in self._known:
+            return self._known[key]
+        if self._settled:
+            return None  # not among the texts matched ahead: no pattern runs here (on the event loop)
+        issue = self._known[key] = self._match_text(message, stack)
+        return issue
+
+    def match_ahead(self, texts: Iterable[tuple[str | None, str | None]]) -> None:
+        """Blocking (call it in a worker thread): match the patterns against these (message, stack) of
+        the failures a write will stamp, in order, within the budget. Afterwards ``match`` runs no
+        pattern: a text not matched here matches no pattern."""
+        for message, stack in texts:
+            key = (message, stack)
+            if key in self._known:
+                continue
+            if self.by_fingerprint and fingerprints.fingerprint(message, stack) in self.by_fingerprint:
+                continue  # its fingerprint names an issue, which wins over any pattern
+            self._known[key] = self._match_text(message, stack)
+        self._settled = True
+
+    def _pattern_set(self) -> tuple[PatternSet, list[Row]]:
+        if self._patterns is None:
+            usable = [issue for issue in self._with_pattern if acceptable(issue["pattern"])]
+            usable = usable[:MAX_PATTERNS_PER_PROJECT]
+            self._patterns = PatternSet([issue["pattern"] for issue in usable]), usable
+        return self._patterns
+
+    def _match_text(self, message: str | None, stack: str | None) -> Row | None:
+        if self._spent >= self._budget:
+            self._skipped()
+            return None
+        started = time.perf_counter()
+        try:
+            patterns, issues = self._pattern_set()
+            index = patterns.first_match(subject(message, stack), started + self._budget - self._spent)
+        except OverBudget:
+            self._skipped()
+            return None
+        finally:
+            self._spent += time.perf_counter() - started
+        return None if index is None else issues[index]
+
+    def _skipped(self) -> None:
+        if not self.over_budget:
+            log.warning("known-issue patterns %s: matching budget of %.1f s spent; failures from here on keep "
+                        "no known-issue bug", self._where, self._budget)
+        self.over_budget += 1
 
 
 async def matcher_for(db: Database | Transaction, tenant_id: str, project_id: str) -> Matcher:
-    return Matcher(await store.open_for_project(db, tenant_id, project_id))
+    return Matcher(await store.open_for_project(db, tenant_id, project_id),
+                   where=f"of tenant {tenant_id} project {project_id}")
+
+
+async def match_ahead(matcher: Matcher, texts: Iterable[tuple[str | None, str | None]]) -> None:
+    """Matches the patterns against the (message, stack) of the failures a write will stamp, in a
+    worker thread (RE2 releases the GIL as it searches: the event loop keeps serving); ``texts`` is
+    consumed there too, so a lazy one costs the loop nothing. Call it before the write transaction, so
+    that neither the loop nor the write lock waits for patterns."""
+    if matcher.has_patterns:
+        await asyncio.to_thread(matcher.match_ahead, texts)
+    else:
+        matcher.match_ahead(())
 
 
 def _check(fingerprint: str | None, pattern: str | None) -> None:
@@ -71,6 +159,14 @@ def _check(fingerprint: str | None, pattern: str | None) -> None:
         raise InvalidInput("give a fingerprint or a pattern (or both)", field="fingerprint")
     if pattern is not None:
         compile_pattern(pattern)
+
+
+async def _check_pattern_room(tx: Transaction, tenant_id: str, project_id: str) -> None:
+    """Under the write lock: one more open known issue with a pattern still fits the project."""
+    if await store.count_open_patterns(tx, tenant_id, project_id) >= MAX_PATTERNS_PER_PROJECT:
+        raise InvalidInput(
+            f"pattern refused: a project holds at most {MAX_PATTERNS_PER_PROJECT:,} open known issues with a "
+            "pattern and this one has them all; close or delete one, or match by fingerprint", field="pattern")
 
 
 async def create(db: Database, tenant_id: str, body: KnownIssueCreate, *, run_id: str | None = None) -> KnownIssue:
@@ -86,6 +182,8 @@ async def create(db: Database, tenant_id: str, body: KnownIssueCreate, *, run_id
         raise InvalidInput("bug_ticket_key must not be blank", field="bug_ticket_key")
     async with db.transaction() as tx:
         await require_project(tx, tenant_id, body.project_id)
+        if body.pattern is not None:
+            await _check_pattern_room(tx, tenant_id, body.project_id)
         await store.insert(tx, row)
         linked = 0
         if body.fingerprint:
@@ -128,6 +226,9 @@ async def update(db: Database, tenant_id: str, issue_id: str, body: KnownIssueUp
             raise NotFound(f"known issue {issue_id} not found")
         merged = {**old, **changes}
         _check(merged["fingerprint"], merged["pattern"])
+        counted = bool(old["pattern"]) and old["status"] == "OPEN"
+        if merged["pattern"] and merged["status"] == "OPEN" and not counted:
+            await _check_pattern_room(tx, tenant_id, old["project_id"])
         diff = audit.changes_between(old, merged, FIELDS)
         if diff:
             now = now_iso()

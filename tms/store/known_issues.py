@@ -45,6 +45,15 @@ async def open_for_project(db: Database | Transaction, tenant_id: str, project_i
     )
 
 
+async def count_open_patterns(tx: Transaction, tenant_id: str, project_id: str) -> int:
+    """Open known issues of the project that have a pattern (tms.services.patterns bounds them)."""
+    return int(await tx.fetch_value(
+        "SELECT count(*) FROM known_issues WHERE tenant_id = ? AND project_id = ? AND status = 'OPEN' "
+        "AND pattern IS NOT NULL",
+        (tenant_id, project_id),
+    ) or 0)
+
+
 async def update(tx: Transaction, tenant_id: str, issue_id: str, changes: dict[str, Any]) -> int:
     if set(changes) - UPDATABLE:
         raise ValueError(f"not updatable: {sorted(set(changes) - UPDATABLE)}")
