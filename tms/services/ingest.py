@@ -9,6 +9,7 @@ An Idempotency-Key makes a retried request (same key, same bytes) return the fir
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgspec
@@ -136,6 +137,13 @@ def _build_rows(
     return _Rows(errors, linked, unlinked, linked_state, counts, failed, result_ids, stamper)
 
 
+def _texts_to_match(items: list[ResultIn | None]) -> Iterator[tuple[str | None, str | None]]:
+    """(message, stack) of each item the stamper will match against known issues: a failure naming no
+    bug (lazily: ``known_issues.match_ahead`` walks it in its worker thread)."""
+    return ((item.error_message, item.error_stack) for item in items
+            if item is not None and item.status in failures.FAILING and item.bug_ticket_key is None)
+
+
 # A body whose every item is rejected is a 400; its problem lists this many of the item errors.
 NOTHING_STORED_SHOWN = 100
 
@@ -196,6 +204,9 @@ async def ingest(
     run = {"id": run_id, "name": run_name, "project_id": project_id, "environment": body.environment}
     build = (tenant_id, run, now, body.framework, items)
     matcher = await known_issues.matcher_for(db, tenant_id, project_id)
+    # patterns run here, in a worker thread, before the write transaction: neither the event loop nor
+    # the write lock waits for them (tms.services.patterns bounds their cost)
+    await known_issues.match_ahead(matcher, _texts_to_match(items))
     rows = await off_loop(len(raw), _build_rows, *build, cases, item_errors, matcher)
     _refuse_if_nothing_stored(rows)
 
@@ -233,7 +244,8 @@ async def ingest(
         # one entry for the whole report, with counts: never one per result
         await audit.record(tx, tenant_id, "run.ingested", "run", run_id, {
             "name": run_name, "linked": len(rows.linked), "unlinked": len(rows.unlinked),
-            "rejected": len(rows.errors), "failed": counts[2]})
+            "rejected": len(rows.errors), "failed": counts[2],
+            **({"known_issue_matching_skipped": matcher.over_budget} if matcher.over_budget else {})})
         stored = len(rows.linked) + len(rows.unlinked)
         tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
         if key:
