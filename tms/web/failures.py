@@ -16,7 +16,8 @@ from tms.services import known_issues as known_issue_service
 from tms.services import projects as project_service
 from tms.services import quarantine as quarantine_service
 from tms.services import runs as run_service
-from tms.services.errors import DomainError, NotFound
+from tms.services.errors import DomainError, InvalidInput, NotFound
+from tms.services.patterns import MAX_PATTERNS_PER_PROJECT, MAX_SUBJECT
 from tms.state import config_of, db_of
 from tms.web.common import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 
@@ -68,7 +69,10 @@ async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[st
         issues, _ = await known_issue_service.list_issues(db, tenant, project_id=project.id, limit=500)
     return render(request, "failures/known_issues.html", status_code=status_code, active_nav="failures",
                   project=project, projects=await project_service.list_projects(db, tenant), issues=issues,
-                  form=form or {}, errors=errors or {})
+                  form=form or {}, errors=errors or {},
+                  pattern_hint=(f"a regular expression (RE2 syntax) over the first {MAX_SUBJECT:,} characters of "
+                                "message and stack, e.g. ConnectionError: .*payments (at most "
+                                f"{MAX_PATTERNS_PER_PROJECT:,} open patterns per project)"))
 
 
 @get("/known-issues")
@@ -116,6 +120,11 @@ async def set_known_issue_status(request: AnyRequest, issue_id: str) -> Redirect
                                                  KnownIssueUpdate(status=status))
     except NotFound as exc:
         raise not_found("known issue") from exc
+    except InvalidInput as exc:
+        # reopening an issue with a pattern when its project already holds the most it may
+        issue = await known_issue_service.get(db_of(request), tenant_of(request), issue_id)
+        return done(request, f"/known-issues?project_id={issue.project_id}",
+                    f"Known issue {issue.bug_ticket_key} not reopened: {exc.detail}", "error")
     return done(request, f"/known-issues?project_id={issue.project_id}",
                 f"Known issue {issue.bug_ticket_key} {'closed' if status == 'CLOSED' else 'reopened'}.")
 
