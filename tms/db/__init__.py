@@ -9,6 +9,13 @@ genuinely different statement asks ``db.dialect`` and keeps both next to each ot
 
 Semantics both backends keep:
 
+* text parameters never hold NUL (U+0000): PostgreSQL cannot store it, so both backends refuse such
+  a parameter of ``execute``/``fetch_*`` with ``InvalidInput`` (``refuse_nul``) before sending it, and
+  PostgreSQL's own refusal of one in a bulk write (``executemany``, ``insert_rows``, a JSON or array
+  parameter) becomes the same 400. The bulk paths are not scanned: a 100,000-result ingest passes some
+  two million values (a scan costs ~50 ms of its ~2 s), and the bodies feeding them were already
+  checked (``tms.api.bodies``);
+
 * one write transaction at a time (SQLite's single writer; on PostgreSQL a transaction-scoped
   advisory lock taken at ``BEGIN``), so read-then-write code in services stays correct with any
   number of replicas, and no two transactions can deadlock;
@@ -25,6 +32,8 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from tms.services.errors import text_with_nul
 
 if TYPE_CHECKING:
     from tms.config import Config
@@ -105,6 +114,13 @@ class Database(Protocol):
     async def housekeeping(self) -> None: ...
 
 
+def refuse_nul(params: Params) -> None:
+    """Raises ``InvalidInput`` when a ``str`` parameter holds a NUL character (the backstop above)."""
+    for value in params.values() if isinstance(params, dict) else params:
+        if isinstance(value, str) and "\x00" in value:
+            raise text_with_nul()
+
+
 def database_for(config: Config, *, readers: int | None = None) -> Database:
     """The backend ``config`` names: PostgreSQL for a ``storage.database_url``, else SQLite in data_dir."""
     if config.database_url:
@@ -138,4 +154,5 @@ __all__ = [
     "Transaction",
     "database_for",
     "opened",
+    "refuse_nul",
 ]

@@ -14,6 +14,10 @@ Why these choices:
 * ``signal``/``epoch`` ride on LISTEN/NOTIFY: a notification is sent at commit, and every replica's
   listener connection bumps its epoch (a lost listener reconnects and bumps every epoch, since it
   may have missed some).
+* Text with NUL (U+0000), which PostgreSQL cannot store: a ``str`` parameter of a statement is
+  refused before it is sent (``refuse_nul``, as on SQLite), and PostgreSQL's own refusal of one
+  deeper in (a COPY or batch row, an array, ``\\u0000`` in a JSON parameter) becomes the same
+  ``InvalidInput`` (400) instead of a 500.
 * Periodic jobs take a session advisory lock with ``pg_try_advisory_lock``: one replica runs a job,
   the others skip that round.
 """
@@ -24,18 +28,19 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from tms.db import Dialect, Params, Row
+from tms.db import Dialect, Params, Row, refuse_nul
 from tms.db.epochs import Epochs
 from tms.db.migrations import migration_files
 from tms.db.translate import to_postgres
 from tms.ids import now_iso
+from tms.services.errors import text_with_nul
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +78,23 @@ def _arguments(names: tuple[str, ...] | None, params: Params) -> tuple[Any, ...]
     return tuple(params[name] for name in names)
 
 
+@contextlib.contextmanager
+def _nul_refused() -> Iterator[None]:
+    """PostgreSQL refusing a NUL character in text → ``InvalidInput``: "invalid byte sequence for
+    encoding UTF8: 0x00" (22021) for text, "unsupported Unicode escape sequence" (22P05) for ``\\u0000``
+    in a JSON value. The statement failed, so the caller's transaction rolls back as the error leaves it."""
+    try:
+        yield
+    except asyncpg.CharacterNotInRepertoireError as exc:
+        if "0x00" not in str(exc):
+            raise
+        raise text_with_nul() from exc
+    except asyncpg.UntranslatableCharacterError as exc:
+        if "\\u0000" not in f"{exc} {getattr(exc, 'detail', '')}":
+            raise
+        raise text_with_nul() from exc
+
+
 def _changed(status: str) -> int:
     """Rows changed, from a command tag such as ``UPDATE 3`` or ``INSERT 0 5``."""
     last = status.rsplit(" ", 1)[-1]
@@ -87,20 +109,28 @@ class _Statements:
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         text, names = to_postgres(sql)
-        return _changed(await self._conn.execute(text, *_arguments(names, params)))
+        refuse_nul(params)
+        with _nul_refused():
+            return _changed(await self._conn.execute(text, *_arguments(names, params)))
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         text, names = to_postgres(sql)
-        return [dict(record) for record in await self._conn.fetch(text, *_arguments(names, params))]
+        refuse_nul(params)
+        with _nul_refused():
+            return [dict(record) for record in await self._conn.fetch(text, *_arguments(names, params))]
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         text, names = to_postgres(sql)
-        record = await self._conn.fetchrow(text, *_arguments(names, params))
+        refuse_nul(params)
+        with _nul_refused():
+            record = await self._conn.fetchrow(text, *_arguments(names, params))
         return None if record is None else dict(record)
 
     async def fetch_value(self, sql: str, params: Params = ()) -> Any:
         text, names = to_postgres(sql)
-        return await self._conn.fetchval(text, *_arguments(names, params))
+        refuse_nul(params)
+        with _nul_refused():
+            return await self._conn.fetchval(text, *_arguments(names, params))
 
 
 class PostgresTransaction(_Statements):
@@ -118,13 +148,15 @@ class PostgresTransaction(_Statements):
         text, names = to_postgres(sql)
         batch = [_arguments(names, params) for params in rows]
         if batch:
-            await self._conn.executemany(text, batch)
+            with _nul_refused():
+                await self._conn.executemany(text, batch)
         return len(batch)
 
     async def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         records = list(rows)
         if records:
-            await self._conn.copy_records_to_table(table, columns=list(columns), records=records)
+            with _nul_refused():
+                await self._conn.copy_records_to_table(table, columns=list(columns), records=records)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if callback not in self._after_commit:

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiosqlite
 
-from tms.db import Dialect, Params, Row
+from tms.db import Dialect, Params, Row, refuse_nul
 from tms.db.epochs import Epochs
 from tms.db.migrations import migration_files, split_sql
 from tms.ids import now_iso
@@ -62,6 +62,7 @@ class SqliteTransaction:
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Runs one statement; returns the number of rows it changed."""
+        refuse_nul(params)
         cursor = await self._conn.execute(sql, params)
         count = cursor.rowcount
         await cursor.close()
@@ -79,9 +80,11 @@ class SqliteTransaction:
         )
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        refuse_nul(params)
         return list(await self._conn.execute_fetchall(sql, params))  # type: ignore[arg-type]  # dicts: _dict_row
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        refuse_nul(params)
         rows = await self._conn.execute_fetchall(sql, params)
         return rows[0] if rows else None  # type: ignore[index]
 
@@ -212,6 +215,7 @@ class SqliteDatabase(Epochs):
             self._readers.put_nowait(conn)
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        refuse_nul(params)  # SQLite would take it (FTS5 would not): refused as PostgreSQL does
         async with self._reader() as conn:
             return list(await conn.execute_fetchall(sql, params))  # type: ignore[arg-type]  # dicts: _dict_row
 

@@ -72,6 +72,20 @@ def is_disk_full(exc: BaseException) -> bool:
     return False
 
 
+NUL = "\x00"
+# what a NUL character (U+0000) in free text from test reports is stored as (tms.api.bodies)
+NUL_REPLACEMENT = "\ufffd"
+NUL_MESSAGE = "must not contain NUL characters (U+0000)"
+
+
+def text_with_nul() -> InvalidInput:
+    """The database's backstop (tms.db): PostgreSQL cannot store NUL in text, so neither backend takes it.
+
+    The API, the forms and the search remove or name NUL before this; reaching it means some other
+    input path let one through, which is still the client's 400, never a 500."""
+    return InvalidInput(f"Text {NUL_MESSAGE}.")
+
+
 def unreadable_json(exc: RecursionError | UnicodeDecodeError) -> str:
     """Why msgspec (or ``json``) could not read a JSON text at all, errors it raises besides
     ``DecodeError``: nested too deeply (a RecursionError), or not UTF-8."""
