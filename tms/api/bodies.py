@@ -2,6 +2,14 @@
 
 Ingest and POST results read the body themselves (instead of a ``data:`` parameter) so that a gzip
 body can be inflated under a cap, and so that items can be checked one by one.
+
+NUL characters (U+0000): PostgreSQL cannot store them in text, so no input may carry one to the
+database (``tms.db`` refuses it as a last resort). In JSON a NUL can only be written ``\\u0000``
+(a raw one is malformed JSON), so a body is searched for those six bytes once, and only a body
+holding them is decoded and walked: a string with NUL is a 400 naming its path (``title``,
+``results[3].title``), except the free text of result items (``NUL_REPLACED_FIELDS``), stored with
+U+FFFD instead. Query parameters: a 400 naming the parameter, except the search text ``q`` (the search
+drops NUL); a path (an id) with NUL is a 404. See ``check_request``.
 """
 
 from __future__ import annotations
@@ -17,7 +25,17 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import ValidationException
 
-from tms.services.errors import InvalidInput, TooLarge, UnsupportedMediaType, unreadable_json
+from tms.models.ingest import NUL_REPLACED_FIELDS
+from tms.services.errors import (
+    NUL,
+    NUL_MESSAGE,
+    NUL_REPLACEMENT,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    UnsupportedMediaType,
+    unreadable_json,
+)
 from tms.state import app_state
 
 MB = 1024 * 1024
@@ -33,6 +51,15 @@ MAX_GZIP_MEMBERS = 1_000
 # stays about the size of one member: passing the whole remaining body made the cost quadratic.
 FIRST_SLICE = 1024
 MAX_SLICE = 1024 * 1024
+# Below this many body bytes walking a body for NUL is quicker than a hop to a thread and back.
+NUL_WALK_IN_THREAD = 1024 * 1024
+# at most this many fields with NUL are named in one answer
+MAX_NUL_ERRORS = 20
+ESCAPED_NUL = b"\\u0000"
+# Query parameters that are search text: the search itself drops NUL (tms.store.cases.words_match).
+NUL_TOLERANT_QUERY = frozenset({"q"})
+
+
 # Below this many wire bytes inflating is quicker than a hop to a thread and back (at most ~1,000x
 # compression: 64 KB inflate to ~64 MB at most, and the per-request limit still applies).
 INFLATE_IN_THREAD = 16 * 1024
@@ -96,7 +123,7 @@ async def request_body(
     if encoding in ("", "identity"):
         if len(raw) > limit:
             raise TooLarge(f"The body is larger than {limit // MB} MB.")
-        yield raw
+        yield await _results_without_nul(raw)
         return
     if encoding not in ("gzip", "x-gzip"):
         raise UnsupportedMediaType(
@@ -108,7 +135,7 @@ async def request_body(
         else:
             body = await asyncio.to_thread(gunzip, raw, limit)
         del raw
-        yield body
+        yield await _results_without_nul(body)
 
 
 def _json_body_type(handler: Any) -> Any:
@@ -121,18 +148,22 @@ def _json_body_type(handler: Any) -> Any:
 
 
 async def strict_json_body(request: Request[Any, Any, Any]) -> None:
-    """``before_request`` hook: checks a JSON body against the handler's struct in strict mode.
+    """``before_request`` hook of every route: NUL in the path or the query (``check_request``), then
+    the JSON body checked against the handler's struct in strict mode.
 
     Litestar converts request bodies leniently (``"is_e2e": 1`` or ``"true"`` would pass as a boolean);
     the contract wants wrong types rejected. Decoding once more in strict mode, from the body Litestar
     has already read and cached, turns such a body into the usual 400 with the field named.
     """
+    check_request(request)
     body_type = _json_body_type(request.route_handler)
     if body_type is None:
         return
     raw = await request.body()
     if not raw:
         return  # Litestar answers the missing body itself
+    if ESCAPED_NUL in raw:
+        _refuse_nul(raw)
     try:
         msgspec.json.decode(raw, type=body_type, strict=True)
     except msgspec.ValidationError as exc:
@@ -143,6 +174,89 @@ async def strict_json_body(request: Request[Any, Any, Any]) -> None:
     except (RecursionError, UnicodeDecodeError) as exc:  # Litestar's own decoding would be a 500
         raise ValidationException(extra=[{"key": "body", "message": unreadable_json(exc)}]) from None
 
+
+def check_request(request: Request[Any, Any, Any]) -> None:
+    """NUL in the path (an id: 404) or in a query parameter (400 naming it; the search text ``q`` is
+    left to the search, which drops it). Two searches of short strings when there is none."""
+    if NUL in request.scope["path"]:
+        raise NotFound("Nothing here has an id or name containing NUL characters (U+0000).")
+    if b"%00" not in request.scope.get("query_string", b""):
+        return
+    for key, value in request.query_params.multi_items():
+        if NUL in key or (NUL in value and key not in NUL_TOLERANT_QUERY):
+            name = key.replace(NUL, "\\u0000")
+            raise InvalidInput(f"The query parameter {name!r} {NUL_MESSAGE}.", field=name)
+
+
+def _refuse_nul(raw: bytes | bytearray) -> None:
+    """A body holding ``\\u0000``: a 400 naming each string (or key) with NUL, if there is one (the six
+    bytes may be an escaped backslash followed by ``u0000``, which is no NUL)."""
+    try:
+        document = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return  # malformed: reported by whoever decodes it next
+    if paths := nul_paths(document):
+        raise nul_problem(paths)
+
+
+def nul_problem(paths: list[str]) -> InvalidInput:
+    errors = [{"field": path, "message": NUL_MESSAGE} for path in paths[:MAX_NUL_ERRORS]]
+    return InvalidInput("; ".join(f"{path} {NUL_MESSAGE}" for path in paths[:MAX_NUL_ERRORS]), errors=errors)
+
+
+def nul_paths(document: Any) -> list[str]:
+    """The paths (``name``, ``results[3].title``) of the strings and keys holding NUL in a decoded JSON
+    document, in document order (at most ``MAX_NUL_ERRORS``). Iterative: depth costs no recursion."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(document, "")]
+    while stack and len(found) < MAX_NUL_ERRORS:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if NUL in value:
+                found.append(path or "body")
+        elif isinstance(value, dict):
+            children = []
+            for key, item in value.items():
+                name = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and NUL in key:
+                    found.append(name.replace(NUL, "\\u0000"))
+                children.append((item, name))
+            stack.extend(reversed(children))
+        elif isinstance(value, list):
+            stack.extend((value[i], f"{path}[{i}]") for i in range(len(value) - 1, -1, -1))
+    return found
+
+
+def replace_nul_in_results(document: Any) -> None:
+    """Replaces NUL by U+FFFD in the free text of each item of ``document["results"]``, in place."""
+    results = document.get("results") if isinstance(document, dict) else None
+    for item in results if isinstance(results, list) else ():
+        if isinstance(item, dict):
+            for key in NUL_REPLACED_FIELDS:
+                text = item.get(key)
+                if isinstance(text, str) and NUL in text:
+                    item[key] = text.replace(NUL, NUL_REPLACEMENT)
+
+
+def _scrub_results(body: bytes | bytearray) -> bytes | bytearray:
+    try:
+        document = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return body  # malformed: the endpoint's own decoding words the 400
+    replace_nul_in_results(document)
+    if paths := nul_paths(document):
+        raise nul_problem(paths)
+    return msgspec.json.encode(document)
+
+
+async def _results_without_nul(body: bytes | bytearray) -> bytes | bytearray:
+    """``body`` itself when it holds no ``\\u0000`` (one search of its bytes), else re-encoded with
+    the free text of its result items cleaned (a 400 for NUL anywhere else)."""
+    if ESCAPED_NUL not in body:
+        return body
+    if len(body) < NUL_WALK_IN_THREAD:
+        return _scrub_results(body)
+    return await asyncio.to_thread(_scrub_results, body)
 
 
 def _error_path(message: str) -> str:

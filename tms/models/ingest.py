@@ -11,6 +11,14 @@ from tms.models.results import ItemError, ResultIn
 
 RunRef = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
+# Free text of a result item (``ResultIn``) copied from test reports: failure messages, stack traces and
+# captured output (the reporter puts notes and stdout in ``comment`` and ``error_stack``). A NUL character
+# in them (a test printing a C string, a binary protocol dump) is stored as U+FFFD by
+# ``tms.api.bodies.request_body``: refusing it would lose the whole run, and replacing it keeps the text
+# readable. NUL anywhere else in an ingest or results body (titles, codes, keys, run names) is a 400
+# naming the field, as in every other body.
+NUL_REPLACED_FIELDS = frozenset({"error_message", "error_stack", "comment"})
+
 
 class IngestBody(RequestBody):
     project_id: str
