@@ -194,9 +194,13 @@ def scope_facet(tenant_id: str, project_id: str | None) -> str:
 def words_match(words: list[str]) -> str:
     """Every word must match in the text columns (the last one also as a prefix, for type-ahead).
 
-    Each word is a quoted phrase (double quotes removed beforehand), so nothing in it is FTS5 syntax.
+    Each word is a quoted phrase (a double quote in it doubled, FTS5's escape), so nothing in it is
+    FTS5 syntax. A NUL character separates words (FTS5 reads its query as a C string: a NUL in it was
+    an "unterminated string" error), as it does in ``words_tsquery``, whose lexemes are runs of ``\\w``;
+    a piece without a letter or digit is left out (an empty phrase would match nothing), at most 20.
     """
-    phrases = [f'"{w}"' for w in words]
+    pieces = [piece for word in words for piece in word.split("\x00") if re.search(r"\w", piece)][:20] or [""]
+    phrases = ['"' + piece.replace('"', '""') + '"' for piece in pieces]
     phrases[-1] += "*"
     return f'{{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
 
