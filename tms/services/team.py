@@ -4,6 +4,10 @@ Links are ``<base_url>/invitations/<secret>`` (48 hours) and ``/password-reset/<
 secret is 256 random bits, only its SHA-256 digest is stored (a high-entropy secret needs no slow hash,
 as for API tokens), and a link works once. The owner (the tenant's first user) cannot be demoted,
 deactivated or reset by anyone else, so a team can never lose its last way in.
+
+Trust ends with the change that withdraws it: deactivating a member or demoting them below admin
+revokes the API tokens they created and the invitations and reset links they issued (one audit entry
+each), and ends their sessions; a password change ends the user's other sessions, a reset every one.
 """
 
 from __future__ import annotations
@@ -14,16 +18,18 @@ import logging
 import secrets
 import smtplib
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
 
 from tms.config import Config
-from tms.db import Database, Row
+from tms.db import Database, Row, Transaction
 from tms.ids import iso, new_id, now_iso
-from tms.services import accounts, audit
+from tms.services import accounts, audit, tokens
 from tms.services.errors import Conflict, InvalidInput, NotFound
+from tms.store import sessions as session_store
+from tms.store import tokens as token_store
 from tms.store import users as user_store
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,24 @@ class IssuedLink:
     url: str
     expires_at: str
     mailed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    """What deactivating a member or demoting them below admin withdraws: the confirm page lists it."""
+
+    tokens: list[Row] = field(default_factory=list)       # id, name, prefix, scopes, created_at, last_used_at
+    invitations: list[Row] = field(default_factory=list)  # id, email, role, expires_at
+    resets: list[Row] = field(default_factory=list)       # id, email (the account it resets), expires_at
+    sessions: int = 0
+
+    @property
+    def revokes_anything_issued(self) -> bool:
+        return bool(self.tokens or self.invitations or self.resets)
+
+
+def below_admin(role: str) -> bool:
+    return role not in ("owner", "admin")
 
 
 def _digest(secret: str) -> bytes:
@@ -170,8 +194,43 @@ def _guard_owner(actor_id: str, target: Row, what: str) -> None:
         raise Conflict(f"The owner cannot be {what} by anyone else.", field="role")
 
 
-async def change_role(db: Database, tenant_id: str, actor_id: str, user_id: str, role: str) -> bool:
-    """Sets a member's role; True when it changed. The owner's role never changes."""
+async def what_is_revoked(db: Database, tenant_id: str, user_id: str) -> Revocation:
+    """What deactivating or demoting the member below admin would revoke now (for the confirm page)."""
+    await _member(db, tenant_id, user_id)
+    links = await user_store.live_links_created_by(db, tenant_id, user_id, now_iso())
+    return Revocation(
+        tokens=await token_store.live_tokens_created_by(db, tenant_id, user_id),
+        invitations=[row for row in links if row["kind"] == "invitation"],
+        resets=[row for row in links if row["kind"] == "reset"],
+        sessions=await session_store.count_sessions(db, user_id),
+    )
+
+
+async def _withdraw_trust(tx: Transaction, db: Database, tenant_id: str, user_id: str, reason: str) -> None:
+    """Revokes what the user issued (tokens, invitations, reset links), one audit entry each."""
+    now = now_iso()
+    links = await user_store.live_links_created_by(tx, tenant_id, user_id, now)
+    await tokens.revoke_created_by(tx, db, tenant_id, user_id, reason)
+    if links:
+        await user_store.revoke_links_created_by(tx, tenant_id, user_id, now)
+        await audit.record_many(tx, tenant_id, [
+            audit.Entry(f"{row['kind']}.revoked", row["kind"], row["id"],
+                        {"email": row["email"], "issued_by": user_id, "reason": reason})
+            for row in links])
+
+
+async def _end_sessions(tx: Transaction, tenant_id: str, user_id: str, reason: str, *, keep: str | None = None) -> int:
+    ended = await session_store.end_sessions(tx, user_id, keep=keep)
+    if ended:
+        await audit.record(tx, tenant_id, "user.sessions_ended", "user", user_id, {"sessions": ended, "reason": reason})
+    return ended
+
+
+async def change_role(db: Database, tenant_id: str, actor_id: str, user_id: str, role: str, *,
+                      keep_session: str | None = None) -> bool:
+    """Sets a member's role; True when it changed. The owner's role never changes. A change to a role
+    below admin revokes what the member issued and ends their sessions (``keep_session``, the key of
+    the session asking, survives when members change their own role: it gets a fresh id instead)."""
     _check_role(role)
     async with db.transaction() as tx:
         target = await _member(tx, tenant_id, user_id)
@@ -182,11 +241,16 @@ async def change_role(db: Database, tenant_id: str, actor_id: str, user_id: str,
             return False
         await user_store.update_member(tx, tenant_id, user_id, {"role": role})
         await audit.record(tx, tenant_id, "user.role_changed", "user", user_id, {"role": [target["role"], role]})
+        if below_admin(role):
+            reason = f"{target['email']} became {role}"
+            await _withdraw_trust(tx, db, tenant_id, user_id, reason)
+            await _end_sessions(tx, tenant_id, user_id, reason, keep=keep_session if user_id == actor_id else None)
     return True
 
 
 async def set_active(db: Database, tenant_id: str, actor_id: str, user_id: str, active: bool) -> None:
-    """Deactivating ends the user's sessions at once (the session guard reads ``active`` per request)."""
+    """Deactivating revokes what the user issued and ends their sessions; reactivating starts afresh
+    (sessions from before the deactivation never come back)."""
     async with db.transaction() as tx:
         target = await _member(tx, tenant_id, user_id)
         _guard_owner(actor_id, target, "deactivated")
@@ -197,6 +261,10 @@ async def set_active(db: Database, tenant_id: str, actor_id: str, user_id: str, 
         await user_store.update_member(tx, tenant_id, user_id, {"active": 1 if active else 0})
         await audit.record(tx, tenant_id, "user.reactivated" if active else "user.deactivated", "user", user_id,
                            {"active": [bool(target["active"]), active]})
+        reason = f"{target['email']} was {'reactivated' if active else 'deactivated'}"
+        if not active:
+            await _withdraw_trust(tx, db, tenant_id, user_id, reason)
+        await _end_sessions(tx, tenant_id, user_id, reason)
 
 
 async def issue_reset(db: Database, config: Config, tenant_id: str, actor_id: str, user_id: str) -> IssuedLink:
@@ -228,12 +296,14 @@ async def use_reset(db: Database, secret: str, password: str, confirm: str | Non
         await user_store.update_member(tx, link["tenant_id"], target["id"], {"password_hash": password_hash})
         audit.acting_as(audit.Actor("user", target["id"], target["name"] or target["email"]))
         await audit.record(tx, link["tenant_id"], "user.password_reset", "user", target["id"])
+        await _end_sessions(tx, link["tenant_id"], target["id"], "password reset")
     return target
 
 
 async def update_account(db: Database, tenant_id: str, user_id: str, *, name: str, old_password: str,
-                         new_password: str, confirm: str) -> dict[str, bool]:
+                         new_password: str, confirm: str, keep_session: str | None = None) -> dict[str, bool]:
     """The signed-in user's own name and (with the old password) password. Every wrong field at once.
+    A new password ends every other session of the user (``keep_session``, the one asking, stays).
     Returns which of name/password changed."""
     errors: dict[str, str] = {}
     cleaned = name.strip()
@@ -266,7 +336,30 @@ async def update_account(db: Database, tenant_id: str, user_id: str, *, name: st
             if "password_hash" in changes:
                 diff["password"] = ["(old)", "(changed)"]
             await audit.record(tx, tenant_id, "user.updated", "user", user_id, diff)
+            if "password_hash" in changes:
+                await _end_sessions(tx, tenant_id, user_id, "password changed", keep=keep_session)
     return {"name": "name" in changes, "password": "password_hash" in changes}
+
+
+async def list_sessions(db: Database, user_id: str) -> list[Row]:
+    """The user's own live sessions (``/account/sessions``), most recently used first."""
+    return await session_store.sessions_of(db, user_id)
+
+
+async def end_own_sessions(db: Database, tenant_id: str, user_id: str, handle: str, current_key: str | None) -> int:
+    """Ends one of the user's sessions by its handle, or with ``handle="others"`` every one but the
+    current; returns how many ended (0 for a handle that names none of theirs)."""
+    async with db.transaction() as tx:
+        if handle == "others":
+            return await _end_sessions(tx, tenant_id, user_id, "ended from the sessions page", keep=current_key)
+        for row in await session_store.sessions_of(tx, user_id):
+            if row["handle"] == handle:
+                ended = await session_store.end_session(tx, user_id, row["key"])
+                await audit.record(tx, tenant_id, "user.sessions_ended", "user", user_id,
+                                   {"sessions": ended, "reason": "ended from the sessions page",
+                                    "device": row["user_agent"]})
+                return ended
+    return 0
 
 
 async def send_mail(config: Config, to: str, subject: str, body: str) -> bool:

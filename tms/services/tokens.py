@@ -15,7 +15,7 @@ import string
 import time
 from dataclasses import dataclass
 
-from tms.db import AUTH_SIGNAL, Database, Row
+from tms.db import AUTH_SIGNAL, Database, Row, Transaction
 from tms.ids import new_id, now_iso
 from tms.services import audit
 from tms.services.errors import InvalidInput, NotFound
@@ -217,3 +217,19 @@ async def revoke_token(db: Database, tenant_id: str, token_id: str) -> None:
             raise NotFound("token not found")
         if revoked:
             await audit.record(tx, tenant_id, "token.revoked", "token", token_id)
+
+
+async def revoke_created_by(tx: Transaction, db: Database, tenant_id: str, user_id: str, reason: str) -> list[Row]:
+    """Revokes, in the caller's transaction, every token the user created (their deactivation or
+    demotion below admin); one ``token.revoked`` entry per token, with the reason. Returns them."""
+    live = await token_store.live_tokens_created_by(tx, tenant_id, user_id)
+    if not live:
+        return []
+    tx.after_commit(lambda: bump_auth_epoch(db))
+    await tx.signal(AUTH_SIGNAL)
+    await token_store.revoke_tokens_created_by(tx, tenant_id, user_id, now_iso())
+    await audit.record_many(tx, tenant_id, [
+        audit.Entry("token.revoked", "token", row["id"], {"name": row["name"], "prefix": row["prefix"],
+                                                          "created_by": user_id, "reason": reason})
+        for row in live])
+    return live

@@ -66,3 +66,15 @@ async def touch_tokens(tx: Transaction, last_used: Iterable[tuple[str, str]]) ->
         "UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
         [(used_at, token_id, used_at) for used_at, token_id in last_used],
     )
+
+
+async def live_tokens_created_by(db: Database | Transaction, tenant_id: str, user_id: str) -> list[Row]:
+    return await db.fetch_all(
+        "SELECT id, name, prefix, scopes, created_at, last_used_at FROM api_tokens WHERE tenant_id = ? "
+        "AND created_by = ? AND revoked_at IS NULL ORDER BY created_at", (tenant_id, user_id))
+
+
+async def revoke_tokens_created_by(tx: Transaction, tenant_id: str, user_id: str, at: str) -> int:
+    return await tx.execute(
+        "UPDATE api_tokens SET revoked_at = ? WHERE tenant_id = ? AND created_by = ? AND revoked_at IS NULL",
+        (at, tenant_id, user_id))

@@ -121,3 +121,20 @@ async def pending_invitations(db: Database, tenant_id: str, now: str) -> list[Ro
         "AND l.used_at IS NULL AND l.revoked_at IS NULL AND l.expires_at > ? ORDER BY l.created_at DESC",
         (tenant_id, now),
     )
+
+
+async def live_links_created_by(db: Database | Transaction, tenant_id: str, user_id: str, now: str) -> list[Row]:
+    """Unused, unrevoked, unexpired invitations and reset links a user issued (``email`` is the invitee's
+    or, for a reset, the address of the account it resets)."""
+    return await db.fetch_all(
+        "SELECT id, kind, email, role, user_id, created_at, expires_at FROM user_links WHERE tenant_id = ? "
+        "AND created_by = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ? ORDER BY kind, created_at",
+        (tenant_id, user_id, now),
+    )
+
+
+async def revoke_links_created_by(tx: Transaction, tenant_id: str, user_id: str, at: str) -> int:
+    """Revokes every unused link the user issued (expired ones too: nothing of theirs stays usable)."""
+    return await tx.execute(
+        "UPDATE user_links SET revoked_at = ? WHERE tenant_id = ? AND created_by = ? AND used_at IS NULL "
+        "AND revoked_at IS NULL", (at, tenant_id, user_id))
