@@ -1,5 +1,9 @@
 """Settings → Team (admins): members, roles, invitations, password-reset links; the public pages that
-accept an invitation or set a new password; and every user's own Account page."""
+accept an invitation or set a new password; and every user's own Account and sessions pages.
+
+Deactivating a member or demoting them below admin revokes what they issued: when there is anything
+(tokens, invitations, reset links), the form answers with a confirm page listing it, and only a post
+carrying ``confirmed=1`` (that page's button) makes the change."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from tms.state import config_of, db_of
 from tms.store import users as user_store
 from tms.web.common import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import needs_role, page_guard
+from tms.web.session_cookie import current_session_key, start_session
 
 # a freshly issued link crosses the redirect in the server-side session, shown once by the next GET
 _LINK_KEY = "issued_link"
@@ -67,33 +72,67 @@ async def revoke_invitation(request: AnyRequest, link_id: str) -> Redirect:
     return done(request, "/settings/team", "Invitation revoked; its link no longer works.")
 
 
-@post("/team/{user_id:str}/role", status_code=303)
-async def change_role(request: AnyRequest, user_id: str) -> Redirect:
-    single, _ = await form_of(request)
+async def _confirm_page(request: AnyRequest, user_id: str, *, action: str, role: str = "") -> Template:
+    """What deactivating or demoting the member would revoke, with the button that does it."""
     try:
-        changed = await team.change_role(db_of(request), tenant_of(request), user_of(request).id, user_id,
-                                         single.get("role", ""))
+        revocation = await team.what_is_revoked(db_of(request), tenant_of(request), user_id)
+        member = await user_store.get_member(db_of(request), tenant_of(request), user_id)
+    except NotFound as exc:
+        raise not_found("user") from exc
+    return render(request, "team/confirm.html", active_nav="settings", settings_nav="team", member=member,
+                  action=action, role=role, revocation=revocation)
+
+
+async def _needs_confirmation(request: AnyRequest, user_id: str, confirmed: bool) -> bool:
+    if confirmed:
+        return False
+    try:
+        return (await team.what_is_revoked(db_of(request), tenant_of(request), user_id)).revokes_anything_issued
+    except NotFound as exc:
+        raise not_found("user") from exc
+
+
+@post("/team/{user_id:str}/role", status_code=303)
+async def change_role(request: AnyRequest, user_id: str) -> Template | Redirect:
+    single, _ = await form_of(request)
+    role = single.get("role", "")
+    me = user_of(request)
+    if (role in team.ASSIGNABLE_ROLES and team.below_admin(role)
+            and await _needs_confirmation(request, user_id, single.get("confirmed") == "1")):
+        member = await user_store.get_member(db_of(request), tenant_of(request), user_id)
+        if member is not None and member["role"] not in ("owner", role):
+            return await _confirm_page(request, user_id, action="role", role=role)
+    try:
+        changed = await team.change_role(db_of(request), tenant_of(request), me.id, user_id, role,
+                                         keep_session=current_session_key(request))
     except NotFound as exc:
         raise not_found("user") from exc
     except DomainError as exc:
         return done(request, "/settings/team", exc.detail, "error")
-    if changed and user_id == user_of(request).id:
+    if changed and user_id == me.id:
         _renew_session(request, user_id)  # a fresh session id at every change of one's own privileges
     return done(request, "/settings/team", "Role changed." if changed else "Role unchanged.")
 
 
+@get("/team/{user_id:str}/deactivate")
+async def deactivate_page(request: AnyRequest, user_id: str) -> Template:
+    return await _confirm_page(request, user_id, action="deactivate")
+
+
 @post("/team/{user_id:str}/active", status_code=303)
-async def set_active(request: AnyRequest, user_id: str) -> Redirect:
+async def set_active(request: AnyRequest, user_id: str) -> Template | Redirect:
     single, _ = await form_of(request)
     active = single.get("active") == "1"
+    if not active and await _needs_confirmation(request, user_id, single.get("confirmed") == "1"):
+        return await _confirm_page(request, user_id, action="deactivate")
     try:
         await team.set_active(db_of(request), tenant_of(request), user_of(request).id, user_id, active)
     except NotFound as exc:
         raise not_found("user") from exc
     except DomainError as exc:
         return done(request, "/settings/team", exc.detail, "error")
-    return done(request, "/settings/team", "User reactivated." if active else
-                "User deactivated: their sessions ended at once.")
+    return done(request, "/settings/team", "User reactivated: they sign in afresh." if active else
+                "User deactivated: their sessions ended, and what they issued was revoked.")
 
 
 @post("/team/{user_id:str}/reset", status_code=303)
@@ -110,8 +149,7 @@ async def issue_reset(request: AnyRequest, user_id: str) -> Redirect:
 
 
 def _renew_session(request: AnyRequest, user_id: str) -> None:
-    request.clear_session()
-    request.set_session({"user_id": user_id})
+    start_session(request, {"user_id": user_id})  # a fresh id; the old row is deleted
 
 
 # --- public: accept an invitation, set a new password ------------------------------------------------
@@ -192,17 +230,43 @@ async def update_account(request: AnyRequest) -> Template | Redirect:
     try:
         changed = await team.update_account(
             db_of(request), user.tenant_id, user.id, name=form["name"], old_password=single.get("old_password", ""),
-            new_password=single.get("new_password", ""), confirm=single.get("confirm", ""))
+            new_password=single.get("new_password", ""), confirm=single.get("confirm", ""),
+            keep_session=current_session_key(request))
     except DomainError as exc:
         return await _account_page(request, form=form, errors=_errors_of(exc, "name"), status_code=400)
     if changed["password"]:
         _renew_session(request, user.id)
+        return done(request, "/account", "Saved. Your other sessions were ended.")
     return done(request, "/account", "Saved." if any(changed.values()) else "Nothing changed.")
 
 
+@get("/account/sessions")
+async def sessions_page(request: AnyRequest) -> Template:
+    current = current_session_key(request)
+    sessions = await team.list_sessions(db_of(request), user_of(request).id)
+    for row in sessions:
+        row["current"] = row["key"] == current
+    response = render(request, "account/sessions.html", active_nav="account",
+                      sessions=[{k: v for k, v in row.items() if k != "key"} for row in sessions])
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@post("/account/sessions", status_code=303, **needs_role("viewer"))
+async def end_sessions(request: AnyRequest) -> Redirect:
+    """Form field ``end``: a session's handle from the list, or ``others`` for every session but this one."""
+    single, _ = await form_of(request)
+    user = user_of(request)
+    ended = await team.end_own_sessions(db_of(request), user.tenant_id, user.id, single.get("end", "").strip(),
+                                        current_session_key(request))
+    if not ended:
+        return done(request, "/account/sessions", "No session ended.")
+    return done(request, "/account/sessions", "Session ended." if ended == 1 else f"{ended} sessions ended.")
+
+
 def router() -> Router:
-    return Router(path="/settings", route_handlers=[team_page, invite, revoke_invitation, change_role, set_active,
-                                                    issue_reset],
+    return Router(path="/settings", route_handlers=[team_page, invite, revoke_invitation, change_role, deactivate_page,
+                                                    set_active, issue_reset],
                   guards=[page_guard], include_in_schema=False, **needs_role("admin"))
 
 
@@ -211,6 +275,7 @@ def public_router() -> Router:
 
 
 def account_router() -> Router:
-    return Router(path="/", route_handlers=[account_page, update_account], guards=[page_guard],
+    return Router(path="/", route_handlers=[account_page, update_account, sessions_page, end_sessions],
+                  guards=[page_guard],
                   include_in_schema=False)
 
