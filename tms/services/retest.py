@@ -2,6 +2,11 @@
 
 Every function that writes takes the caller's transaction, so a flag, its ``retest.required`` event
 and the change that caused them (a tracker call, a PATCH, a result upsert, an ingest) commit together.
+
+Flags set or cleared by hand (the web button) or by the tracker loop record ``case.retest_flagged`` /
+``case.retest_cleared`` (one entry per call: the case's id when it is one case, the codes when more);
+``PATCH /api/v1/cases/{id}`` records its ``needs_retest`` change in its own ``case.updated`` entry, and a
+flag cleared by a new result is explained by that write's own entry.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 from tms.db import Database, Row, Transaction
 from tms.ids import now_iso
 from tms.integrations import to_iso
+from tms.services import audit
 from tms.services.errors import NotFound
 from tms.services.events import emit_many
 from tms.store import retest as retest_store
@@ -41,11 +47,14 @@ async def flag_for_retest(
     reason: str = MANUAL_REASON,
     bug_key: str | None = None,
     at: str | None = None,
+    *,
+    audited: bool = True,
 ) -> list[Row]:
     """Flags the cases (ids of this tenant) and fires one ``retest.required`` per newly flagged case.
 
     Returns the newly flagged rows (id, code, project_id); cases already waiting are left as they
     are and fire nothing, so a redelivered or repeated flag never doubles the queue or the events.
+    ``audited=False`` when the caller's own entry already records the change (the API's PATCH).
     """
     flagged_at = at or now_iso()
     newly = await retest_store.flag_cases(tx, tenant_id, case_ids, reason, bug_key, flagged_at)
@@ -53,12 +62,33 @@ async def flag_for_retest(
         tx, db, tenant_id, "retest.required",
         [retest_required_data(row, reason, bug_key, flagged_at) for row in newly],
     )
+    if newly and audited:
+        await _record(tx, tenant_id, "case.retest_flagged", [row["id"] for row in newly],
+                      [row["code"] for row in newly], {"reason": reason, "bug_ticket_key": bug_key})
     return newly
 
 
-async def clear_retest(tx: Transaction, tenant_id: str, case_ids: Iterable[str], at: str | None = None) -> int:
-    """Takes the cases out of the queue (by hand, or because they were retested); fires nothing."""
-    return await retest_store.clear_cases(tx, tenant_id, case_ids, at or now_iso())
+async def clear_retest(tx: Transaction, tenant_id: str, case_ids: Iterable[str], at: str | None = None, *,
+                       audited: bool = True) -> int:
+    """Takes the cases out of the queue by hand; fires nothing."""
+    ids = sorted(set(case_ids))
+    flagged = await retest_store.flagged_among(tx, tenant_id, ids) if audited else []
+    cleared = await retest_store.clear_cases(tx, tenant_id, ids, at or now_iso())
+    if cleared and flagged:
+        codes = await retest_store.codes_of(tx, tenant_id, [row["id"] for row in flagged])
+        await _record(tx, tenant_id, "case.retest_cleared", [row["id"] for row in flagged], codes, {})
+    return cleared
+
+
+async def _record(tx: Transaction, tenant_id: str, action: str, ids: list[str], codes: list[str],
+                  extra: dict[str, Any]) -> None:
+    """One entry per call, never one per case: a single case is the entity, more are listed by code."""
+    if len(ids) == 1:
+        changes: dict[str, Any] = {"needs_retest": [action.endswith("cleared"), action.endswith("flagged")],
+                                   "code": codes[0] if codes else None, **extra}
+        await audit.record(tx, tenant_id, action, "case", ids[0], changes)
+    else:
+        await audit.record(tx, tenant_id, action, "case", None, {"cases": len(ids), "codes": codes[:100], **extra})
 
 
 async def clear_after_results(
@@ -101,16 +131,19 @@ async def clear_after_results(
 
 
 async def set_needs_retest(
-    tx: Transaction, db: Database, tenant_id: str, case_id: str, needs_retest: bool, reason: str | None = None
+    tx: Transaction, db: Database, tenant_id: str, case_id: str, needs_retest: bool, reason: str | None = None,
+    *, audited: bool = False,
 ) -> bool:
-    """What ``PATCH /api/v1/cases/{id}`` with ``needs_retest`` does, inside the PATCH transaction.
+    """What ``PATCH /api/v1/cases/{id}`` with ``needs_retest`` does, inside the PATCH transaction (whose
+    ``case.updated`` entry records the change: ``audited`` is for callers without an entry of their own).
 
     True fires ``retest.required`` when the case was not waiting yet; False clears the flag.
     Returns whether anything changed.
     """
     if needs_retest:
-        return bool(await flag_for_retest(tx, db, tenant_id, [case_id], (reason or "").strip() or MANUAL_REASON))
-    return bool(await clear_retest(tx, tenant_id, [case_id]))
+        return bool(await flag_for_retest(tx, db, tenant_id, [case_id], (reason or "").strip() or MANUAL_REASON,
+                                          audited=audited))
+    return bool(await clear_retest(tx, tenant_id, [case_id], audited=audited))
 
 
 async def flag_case_by_hand(db: Database, tenant_id: str, id_or_code: str, needs_retest: bool,
@@ -120,7 +153,7 @@ async def flag_case_by_hand(db: Database, tenant_id: str, id_or_code: str, needs
         case = await retest_store.find_case(tx, tenant_id, id_or_code)
         if case is None:
             raise NotFound(f"test case {id_or_code} not found")
-        await set_needs_retest(tx, db, tenant_id, case["id"], needs_retest, reason)
+        await set_needs_retest(tx, db, tenant_id, case["id"], needs_retest, reason, audited=True)
         row = await retest_store.find_case(tx, tenant_id, case["id"])
     assert row is not None
     return row

@@ -125,3 +125,9 @@ async def find_case(db: Database | Transaction, tenant_id: str, id_or_code: str)
         "FROM test_cases WHERE tenant_id = ? AND (id = ? OR code = ?)",
         (tenant_id, id_or_code, id_or_code),
     )
+
+
+async def codes_of(tx: Transaction | Database, tenant_id: str, case_ids: Iterable[str]) -> list[str]:
+    return [row["code"] for row in await tx.fetch_all(
+        "SELECT code FROM test_cases WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY code",
+        (tenant_id, json.dumps(sorted(set(case_ids)))))]
