@@ -96,6 +96,52 @@ async def record_many(tx: Transaction, tenant_id: str, entries: list[Entry]) -> 
     )
 
 
+# Fields whose value is itself a list (token scopes, saved codes, attached files, …), not ``[old, new]``.
+# In an update entry the same fields hold a pair of lists, which is told apart by its elements.
+LIST_VALUED = frozenset({"scopes", "codes", "files", "events", "environments", "run_ids", "case_ids", "ids"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeLine:
+    """One field of ``changes`` as the audit page shows it: ``old → new`` or a plain value."""
+
+    field: str
+    value: str = ""
+    old: str = ""
+    new: str = ""
+    is_pair: bool = False
+
+
+def _is_pair(field: str, value: Any) -> bool:
+    if not isinstance(value, list) or len(value) != 2:
+        return False
+    return field not in LIST_VALUED or all(item is None or isinstance(item, list) for item in value)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_shown(item) for item in value) if value else "(none)"
+    if isinstance(value, dict):
+        return msgspec.json.encode(value).decode()
+    return str(value)
+
+
+def change_lines(changes: Mapping[str, Any] | None) -> list[ChangeLine]:
+    """``changes`` for reading: a pair ``[old, new]`` as old → new, a list as a list, never a list's
+    first two items as old → new."""
+    lines = []
+    for field, value in (changes or {}).items():
+        if _is_pair(field, value):
+            lines.append(ChangeLine(field, old=_shown(value[0]), new=_shown(value[1]), is_pair=True))
+        else:
+            lines.append(ChangeLine(field, value=_shown(value)))
+    return lines
+
+
 def entry_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The API shape of one stored entry."""
     return {
