@@ -179,8 +179,9 @@ def test_nunit_categories_of_suites_and_cases_link(tmp_path: Path) -> None:
  <reason><message>not yet</message></reason></test-case>
 </test-suite></test-suite></test-run>""")
     outcomes = outcomes_of(report)
-    assert [(o.name, o.status, o.suite_path) for o in outcomes] == [
-        ("Adds", "PASSED", ("CartTests",)), ("Throws", "BROKEN", ("CartTests",)), ("Later", "SKIPPED", ("CartTests",))]
+    assert [(o.name, o.status, o.classname, o.suite_path) for o in outcomes] == [  # issue 24: the class once
+        ("Adds", "PASSED", "Shop.CartTests", ()), ("Throws", "BROKEN", "Shop.CartTests", ()),
+        ("Later", "SKIPPED", "Shop.CartTests", ())]
     assert outcomes[1].error_message == "System.Exception : boom" and outcomes[1].duration_ms == 100
     assert outcomes[1].attachments == [("screen", str(tmp_path / "shot.png"))]
     assert outcomes[2].notes == ["skipped: not yet"]

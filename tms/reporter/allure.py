@@ -136,8 +136,9 @@ class AllureResults:
         except ReportError as exc:
             self.errors.append(exc)
             return
-        key = result.historyId if isinstance(result.historyId, str) and result.historyId else (
-            outcome.suite_path, outcome.classname, outcome.name)
+        # attempts of one test share its historyId (Allure's own retry grouping); without one, a result
+        # is a test of its own even when another has its name
+        key = result.historyId if isinstance(result.historyId, str) and result.historyId else ("", order)
         start = result.start if isinstance(result.start, (int, float)) and not isinstance(result.start, bool) else 0
         outcome.executed_at = ms_to_iso(result.start)
         self.runs.append((key, start, order, outcome))
@@ -183,6 +184,9 @@ def _outcome(result: _Result, path: str, base_of: Callable[[str], str]) -> TestO
     raw = result.status
     status = _STATUS.get(raw.lower()) if isinstance(raw, str) else None
     if status is None:
+        if raw is None:
+            raise ReportError(path, "$.status: missing: not an Allure result, though named like one in a "
+                                    "results folder")
         raise ReportError(path, f"$.status: unknown Allure status {raw!r}")
     labels: dict[str, list[str]] = {}
     for label in result.labels or ():

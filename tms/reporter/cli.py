@@ -1,6 +1,7 @@
 """`tms ingest REPORT... --project ID`: argument parsing and the command's flow.
 
-find files -> detect each one's format -> parse -> fold retries -> map to ingest items -> one
+find files -> detect each one's format -> parse (retries folded where the format says so) -> title
+repeated tests apart -> map to ingest items -> one
 gzip POST /api/v1/ingest (retried under one Idempotency-Key) -> upload the files the reports
 reference to their results -> summary.
 
@@ -33,6 +34,7 @@ from tms.reporter.ctrf import parse_ctrf
 from tms.reporter.cucumber import parse_cucumber
 from tms.reporter.detect import (
     ALLURE,
+    ALLURE_NAMES,
     CTRF,
     CUCUMBER,
     FORMATS,
@@ -50,7 +52,7 @@ from tms.reporter.gate import EXIT_GATE, GATES, GateError, classify_failures, de
 from tms.reporter.gotest import parse_gotest
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
-from tms.reporter.model import STATUSES, ReportError, TestOutcome, fold_retries, paused_gc
+from tms.reporter.model import STATUSES, ReportError, TestOutcome, paused_gc, title_apart
 from tms.reporter.nunit import parse_nunit
 from tms.reporter.playwright import parse_playwright
 from tms.reporter.projects import ProjectNotResolved, resolve_project
@@ -261,6 +263,7 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
     reports: list[Report] = []
     errors: list[ReportError] = []
     allure_results = AllureResults()  # read as they are found: detection has read each one already
+    passed_over: list[str] = []
     for path in files:
         try:
             found_reports, skipped = classify([path], explicit, forced)
@@ -273,6 +276,16 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
                 found_report = Report(found_report.path, ALLURE)  # its bytes are not kept
             reports.append(found_report)
         for skipped_path in skipped:
+            passed_over.append(skipped_path)
+    # a file named like an Allure result in a results folder is never passed over in silence: read as
+    # one, it is either a result after all or an error in the summary naming what is wrong with it
+    allure_folders = {os.path.dirname(r.path) for r in reports if r.format == ALLURE}
+    for skipped_path in passed_over:
+        folder = os.path.dirname(skipped_path)
+        if skipped_path.endswith(ALLURE_NAMES) and (folder in allure_folders or "allure" in os.path.basename(folder)):
+            allure_results.add(skipped_path)
+            reports.append(Report(skipped_path, ALLURE))
+        else:
             console.debug(f"skipped {skipped_path}: not a test report of a known format")
     outcomes: list[TestOutcome] = []
     parsed: list[str] = []
@@ -306,7 +319,7 @@ def _parse_all(arguments: list[str], files: list[str], console: Console,
         outcomes.extend(found)
         parsed.append(report.path)
     console.end_progress()
-    return fold_retries(outcomes), parsed, errors
+    return title_apart(outcomes), parsed, errors
 
 
 def _payload(args: argparse.Namespace, items: list[Item]) -> dict[str, Any]:
@@ -468,6 +481,9 @@ def _print_summary(summary: dict[str, Any], console: Console) -> None:
         console.out(f"  attachments: {files['uploaded']} uploaded, {len(files['skipped'])} skipped")
         for skipped in files["skipped"]:
             console.out(f"    skipped {skipped['file']}: {skipped['reason']}")
+    if summary.get("unreadable"):
+        console.out(f"  unreadable reports: {len(summary['unreadable'])} (each named above; "
+                    "their tests are not in the run)")
     if summary["errors"]:
         console.out("  rejected:")
         for error in summary["errors"]:

@@ -6,25 +6,31 @@ XML: the root element's name (after the prolog, comments, processing instruction
 |---------------------------------|----------|
 | testsuites, testsuite           | junit    |
 | TestRun                         | trx      |
-| test-run (NUnit 3)              | nunit    |
+| test-run, test-suite (NUnit 3)  | nunit    |
 | assemblies, assembly            | xunit    |
 | testng-results                  | testng   |
 | robot                           | robot    |
 
 JSON: a top-level array is Cucumber; an object is read by its first keys: `"reportFormat": "CTRF"`
 or `"results": {"tool": ...}` is CTRF; `"config"` with `"suites"` is Playwright; a `*-result.json`
-with `"uuid"` (or `historyId`) and `"status"` is an Allure result, a `*-container.json` with
-`"children"` an Allure container; a first line that is a JSON object with `"Action"` is `go test
--json`. Anything else is not a report: skipped when found in a directory, an error when named.
+with `"uuid"` (or `historyId`) anywhere in it is an Allure result, a `*-container.json` likewise an
+Allure container (the whole file is read by its structure when its head does not show the keys); a
+first line that is a JSON object with `"Action"` is `go test -json`. Anything else is not a report:
+skipped when found in a directory (but a `*-result.json` in an Allure results folder is read as one,
+so that a file it cannot read is an error, never skipped in silence), an error when named.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
+
+import msgspec
 
 from tms.reporter.gotest import looks_like_gotest
 from tms.reporter.model import ReportError
+from tms.reporter.reading import json_bytes
 
 JUNIT, CUCUMBER, CTRF, PLAYWRIGHT, ALLURE = "junit", "cucumber", "ctrf", "playwright", "allure"
 TRX, NUNIT, XUNIT, TESTNG, ROBOT, GOTEST = "trx", "nunit", "xunit", "testng", "robot", "gotest"
@@ -38,8 +44,8 @@ HEAD_BYTES = 65536
 _READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 _ROOTS = {
-    "testsuites": JUNIT, "testsuite": JUNIT, "TestRun": TRX, "test-run": NUNIT, "assemblies": XUNIT,
-    "assembly": XUNIT, "testng-results": TESTNG, "robot": ROBOT,
+    "testsuites": JUNIT, "testsuite": JUNIT, "TestRun": TRX, "test-run": NUNIT, "test-suite": NUNIT,
+    "assemblies": XUNIT, "assembly": XUNIT, "testng-results": TESTNG, "robot": ROBOT,
 }
 _SKIP_XML = re.compile(rb"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.S)
 _ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
@@ -99,10 +105,43 @@ def detect_head(path: str, head: bytes) -> str | None:
     # Allure before the go test probe, which decodes the first line (an Allure result's only one): a
     # results directory holds up to 50,000 such files. A go test event names its "Action" up front.
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    if (name.endswith(("-result.json", "-container.json")) and (b'"uuid"' in start or b'"historyId"' in start)
-            and b'"Action"' not in start and _ALLURE_KEYS.search(start)):
+    if not name.endswith(ALLURE_NAMES):
+        return GOTEST if looks_like_gotest(text) else None
+    # wherever the keys are: allure-python writes `uuid` and `historyId` after `statusDetails` and
+    # `steps`, so a failing test's long trace can push them past any fixed prefix
+    if b'"Action"' not in start and (b'"uuid"' in text or b'"historyId"' in text) and _ALLURE_KEYS.search(text):
         return ALLURE
-    return GOTEST if looks_like_gotest(text) else None
+    if looks_like_gotest(text):
+        return GOTEST
+    return ALLURE if _allure_structure(path) else None
+
+
+ALLURE_NAMES = ("-result.json", "-container.json")
+
+
+class _AllureProbe(msgspec.Struct):
+    """The keys that make a JSON object an Allure result or container (the rest is skipped, not built)."""
+
+    uuid: Any = None
+    historyId: Any = None
+    status: Any = None
+    name: Any = None
+    children: Any = None
+
+
+_ALLURE_PROBE = msgspec.json.Decoder(_AllureProbe)
+
+
+def _allure_structure(path: str) -> bool:
+    """The whole file (its head did not show the keys) is an Allure result or container by its shape."""
+    try:
+        with open(path, "rb") as handle:
+            probe = _ALLURE_PROBE.decode(json_bytes(path, handle.read()))
+    except (OSError, ReportError, msgspec.DecodeError):  # unreadable or malformed: the caller tells
+        return False
+    if not isinstance(probe.uuid, str) and not isinstance(probe.historyId, str):
+        return False
+    return probe.status is not None or probe.name is not None or isinstance(probe.children, list)
 
 
 def _xml_root(text: bytes) -> str | None:

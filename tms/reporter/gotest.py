@@ -2,7 +2,9 @@
 line by line.
 
 Each test (`Package` + `Test`) ends with a `pass`, `fail` or `skip` action: PASSED, FAILED, SKIPPED.
-A subtest "TestCart/adds_3" has the suite path (package, "TestCart") and the name "adds_3". A
+A subtest "TestCart/adds_3" has the suite path (package, "TestCart") and the name "adds_3"; a "/"
+inside a subtest's own name (`t.Run("1 / 2 = 1")`, named "TestDiv/1_/_2_=_1" by go) stays in it: the
+parent is the test that started before it (`_Levels`). A
 test that started but never ended (the binary crashed or timed out) is BROKEN with its output. A
 package that failed with no failing test (a build error, a panic in TestMain) is one BROKEN outcome
 named after the package. The error message is the first "file_test.go:12: ..." line of the test's
@@ -20,7 +22,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, fold_retries, paused_gc
 from tms.reporter.reading import cap, first_line
 
 _FINAL = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
@@ -53,6 +55,7 @@ def parse_gotest(path: str) -> list[TestOutcome]:
     package_output: dict[str, list[str]] = {}
     package_failed_tests: set[str] = set()
     failed_children: dict[tuple[str, str], list[str]] = {}
+    levels = _Levels()
     seen_event = False
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
@@ -84,6 +87,7 @@ def parse_gotest(path: str) -> list[TestOutcome]:
                 continue
             key = (event.Package, event.Test)
             if event.Action == "run":
+                levels.of(key)  # a subtest's parent has started before it: that settles its levels
                 running[key] = _Running(event.Time)
             elif event.Action == "output" and event.Output:
                 state = running.setdefault(key, _Running(event.Time))
@@ -93,12 +97,12 @@ def parse_gotest(path: str) -> list[TestOutcome]:
             elif event.Action in _FINAL:
                 finished: _Running | None = running.pop(key, None)
                 state = finished or _Running(event.Time)
-                outcome = _outcome(event, _FINAL[event.Action], state, path)
+                outcome = _outcome(event, _FINAL[event.Action], state, path, levels.of(key))
                 if outcome.status == "FAILED":
                     package_failed_tests.add(event.Package)
-                    if "/" in event.Test:  # a failing subtest fails its parent: the parent says which
-                        parent, child = event.Test.rsplit("/", 1)
-                        failed_children.setdefault((event.Package, parent), []).append(child)
+                    parent = levels.parent.get(key)
+                    if parent is not None:  # a failing subtest fails its parent: the parent says which
+                        failed_children.setdefault((event.Package, parent), []).append(outcome.name)
                     children = failed_children.pop(key, None)
                     if children and not outcome.error_message:
                         outcome.error_message = first_line("subtest failed: " + ", ".join(children))
@@ -106,16 +110,53 @@ def parse_gotest(path: str) -> list[TestOutcome]:
     if not seen_event:
         raise ReportError(path, "not a go test -json stream: no event line", 1, not_a_report=True)
     for (package, test), state in running.items():
-        outcome = _outcome(_Event(Action="", Package=package, Test=test), "BROKEN", state, path)
+        outcome = _outcome(_Event(Action="", Package=package, Test=test), "BROKEN", state, path,
+                           levels.of((package, test)))
         outcome.notes.append("no result: the stream ends before the test finished (crash or timeout)")
         if not outcome.error_message:
             outcome.error_message = "the test never finished"
         outcomes.append(outcome)
-    return outcomes
+    # go runs a test again only when told to (`-count`, gotestsum `--rerun-fails`): every repeat of a
+    # test in the stream is an attempt of it
+    return fold_retries(outcomes)
 
 
-def _outcome(event: _Event, status: str, state: _Running, path: str) -> TestOutcome:
-    parts = event.Test.split("/")
+class _Levels:
+    """A test's name split into its levels the way go nested it. go names a subtest "<parent>/<name>",
+    spaces replaced by underscores, but keeps a "/" written inside `t.Run("1 / 2")`: so the parent is
+    the longest test already started whose name, followed by "/", begins this one (a parent's `run`
+    event always comes before its subtests'). Without one (a stream cut at its start), every "/"
+    separates levels."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.parent: dict[tuple[str, str], str] = {}
+
+    def of(self, key: tuple[str, str]) -> tuple[str, ...]:
+        found = self.known.get(key)
+        if found is not None:
+            return found
+        package, test = key
+        position = len(test)
+        levels: tuple[str, ...] | None = None
+        while True:
+            position = test.rfind("/", 0, position)
+            if position <= 0:
+                break
+            above = self.known.get((package, test[:position]))
+            if above is not None:
+                levels = (*above, test[position + 1:])
+                self.parent[key] = test[:position]
+                break
+        if levels is None:
+            levels = tuple(test.split("/")) if "/" in test else (test,)
+            if len(levels) > 1:
+                self.parent[key] = test.rsplit("/", 1)[0]
+        self.known[key] = levels
+        return levels
+
+
+def _outcome(event: _Event, status: str, state: _Running, path: str, parts: tuple[str, ...]) -> TestOutcome:
     output = "".join(state.output)
     outcome = TestOutcome(
         name=parts[-1],

@@ -1,10 +1,13 @@
 """JUnit XML in all its dialects, parsed as a stream.
 
-Covered: a `<testsuites>` or a bare `<testsuite>` root, testsuites nested to any depth (flattened into
-a suite path), `<failure>`/`<error>`/`<skipped>` with their message and body, `<system-out>` and
-`<system-err>` on cases and on suites, `<properties>`, `time` in seconds with or without decimals
-(and with a thousands separator, as some Surefire locales write it), timestamps with or without a
-zone, Surefire's `rerunFailure`/`rerunError`/`flakyFailure`/`flakyError` retry records, and Jenkins'
+Covered: a `<testsuites>` or a bare `<testsuite>` root, testsuites nested to any depth up to the XML
+limit MAX_XML_DEPTH (flattened into a suite path), `<failure>`/`<error>`/`<skipped>` with their message
+and body, `<system-out>` and `<system-err>` on cases and on suites, a case's `status` attribute where
+no child element says otherwise
+(`status="disabled"`, `"skipped"`, `"notrun"` -> SKIPPED; `"failed"` -> FAILED; `"error"` -> BROKEN),
+`<properties>`, `time` in seconds with or without decimals (and with a thousands separator, as some
+Surefire locales write it), timestamps with or without a zone, Surefire's
+`rerunFailure`/`rerunError`/`flakyFailure`/`flakyError` retry records, and Jenkins'
 `[[ATTACHMENT|path]]` lines in a case's `<system-out>`/`<system-err>` (files uploaded to its result).
 
 The file is read with ``iterparse`` from defusedxml, so an entity bomb or an external entity is
@@ -26,7 +29,7 @@ from xml.etree.ElementTree import ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-from tms.reporter.model import MAX_XML_DEPTH, ReportError, TestOutcome, paused_gc, too_deep
+from tms.reporter.model import MAX_XML_DEPTH, ReportError, TestOutcome, fold_retries, paused_gc, too_deep
 
 # a failing test's own output goes into its stack; more than this is noise in a result page
 MAX_OUTPUT_CHARS = 16_000
@@ -47,6 +50,9 @@ class _Suite:
     timestamp: str | None
     framework: str | None
     node: bool = False  # node's test runner: classname is always the word "test"
+    declared: str | None = None  # its `tests` attribute
+    first: int = 0  # index of its first test case among the file's outcomes
+    cases: int = 0  # test cases in it, nested suites' included
     outcomes: list[TestOutcome] = field(default_factory=list)  # only the non-passing ones
 
 
@@ -61,6 +67,8 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
     stack: list[Any] = []
     suites: list[_Suite] = []
     root_framework: str | None = None
+    reruns: set[int] = set()  # the cases of a suite holding rerun attempts
+    go = False  # a suite written for go tests (go-junit-report, gotestsum)
     try:
         for event, elem in iterparse(path, events=("start", "end")):
             tag = _local(elem.tag)
@@ -83,6 +91,8 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                         timestamp=elem.get("timestamp") or (suites[-1].timestamp if suites else None),
                         framework=_framework_from_suite(elem) or outer,
                         node=elem.get("disabled") is not None and elem.get("hostname") is not None,
+                        declared=elem.get("tests"),
+                        first=len(outcomes),
                     ))
                 stack.append(elem)
                 continue
@@ -93,8 +103,10 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                 suite = suites[-1] if suites else None
                 outcome = _testcase(elem, suites, suite.framework if suite else root_framework, path)
                 outcomes.append(outcome)
-                if suite is not None and outcome.status != "PASSED":
-                    suite.outcomes.append(outcome)
+                if suite is not None:
+                    suite.cases += 1
+                    if outcome.status != "PASSED":
+                        suite.outcomes.append(outcome)
                 if progress is not None and len(outcomes) % 1000 == 0:
                     progress(len(outcomes))
                 _drop(elem, parent)
@@ -105,6 +117,13 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                     suites[-1].framework = framework
             elif tag == "testsuite":
                 suite = suites.pop()
+                go = go or suite.framework == "go"
+                if suites:
+                    suites[-1].cases += suite.cases
+                if suite.declared is not None and suite.cases > _count(suite.declared):
+                    # more cases than the suite counts: pytest-rerunfailures writes each rerun attempt
+                    # as one more <testcase> of the same name, left out of `tests`
+                    reruns.update(id(o) for o in outcomes[suite.first:])
                 _attach_suite_output(elem, suite)
                 _drop(elem, parent)
     except ReportError:
@@ -117,8 +136,32 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
         raise ReportError(path, f"malformed XML: {exc}", line) from exc
     except OSError as exc:
         raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if reruns or go:
+        return fold_retries(outcomes, lambda earlier, later: _is_retry(earlier, later, reruns))
     return outcomes
 
+
+def _is_retry(earlier: TestOutcome, later: TestOutcome, reruns: set[int]) -> bool:
+    """Where JUnit XML says a repeated <testcase> is another attempt of the same test: go-junit-report
+    and gotestsum (a go test runs again only under `-count` or `--rerun-fails`), and the cases of a
+    suite whose `tests` count leaves out its reruns (pytest-rerunfailures, which writes a failed attempt
+    as an empty <testcase>: it failed, since only a failure is rerun). Elsewhere a repeat is a test of
+    its own (a parametrized row that prints no parameters)."""
+    if earlier.framework == "go" and later.framework == "go":
+        return True
+    if id(earlier) in reruns and id(later) in reruns:
+        if earlier.status == "PASSED":
+            earlier.status = "FAILED"
+            earlier.notes.append("rerun: pytest-rerunfailures wrote this failed attempt without its failure")
+        return True
+    return False
+
+
+def _count(value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        return 1 << 62  # no count: nothing to compare with
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1] if "}" in tag else tag
@@ -145,7 +188,10 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
         executed_at=to_utc_iso(elem.get("timestamp") or (suite.timestamp if suite is not None else None)),
         source=path,
     )
+    declared = elem.get("status") or elem.get("result")
     if not len(elem):
+        if declared is not None:
+            _declared(outcome, declared, elem.get("result"))
         return outcome  # the common case: a passed test with nothing inside
 
     status = "PASSED"
@@ -188,6 +234,9 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
                     _attachments(text, path, outcome)
 
     outcome.status = status
+    if status == "PASSED" and declared is not None:
+        _declared(outcome, declared, elem.get("result"))
+        status = outcome.status
     outcome.service_properties = tuple(s.strip() for s in services if s and s.strip())
     if status in ("FAILED", "BROKEN"):
         outcome.error_message = _join_messages(messages) or None
@@ -198,6 +247,31 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
     if attempt_notes:
         _record_surefire_attempts(elem, outcome, attempt_notes)
     return outcome
+
+
+# a `status` (or `result`) attribute where no <failure>, <error> or <skipped> says otherwise: Ant's
+# and Google Test's `status="notrun"`/`result="suppressed"`, xunit-style `status="disabled"`,
+# `status="skipped"`, `status="failed"`; values naming a pass or a run say nothing more
+_DECLARED = {
+    "disabled": "SKIPPED", "skipped": "SKIPPED", "skip": "SKIPPED", "notrun": "SKIPPED", "not run": "SKIPPED",
+    "not_run": "SKIPPED", "ignored": "SKIPPED", "pending": "SKIPPED", "suppressed": "SKIPPED",
+    "failed": "FAILED", "failure": "FAILED", "fail": "FAILED",
+    "error": "BROKEN", "errored": "BROKEN", "broken": "BROKEN",
+}
+
+
+def _declared(outcome: TestOutcome, status: str, result: str | None) -> None:
+    found = _DECLARED.get(status.strip().lower())
+    if found is None and result:
+        found = _DECLARED.get(result.strip().lower())
+    if found is None:
+        return
+    outcome.status = found
+    note = f'status="{status.strip()}"' + (f' result="{result.strip()}"' if result and result != status else "")
+    if found == "SKIPPED":
+        outcome.notes.append(f"skipped: {note}")
+    else:
+        outcome.error_message = outcome.error_message or f"{note} (the report gives no failure message)"
 
 
 _ATTACHMENT = re.compile(r"\[\[ATTACHMENT\|([^\]\r\n]+)\]\]")

@@ -96,7 +96,13 @@ def title_of(outcome: TestOutcome) -> str:
     else:
         title = TITLE_SEPARATOR.join(head)
     title = title or outcome.name
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+    if len(title) <= MAX_TITLE:
+        return title
+    if last and len(last) <= MAX_TITLE // 2:
+        # the path is cut, never the test's own name: "Shop.Tests.Very.Long.Names…  > pays by card"
+        head_room = MAX_TITLE - len(last) - len(TITLE_SEPARATOR) - 1
+        return title[: len(title) - len(last) - len(TITLE_SEPARATOR)][:head_room] + "…" + TITLE_SEPARATOR + last
+    return title[: MAX_TITLE - 1] + "…"
 
 
 @lru_cache(maxsize=65536)  # the tests of a class share it

@@ -102,17 +102,22 @@ class ReportError(Exception):
         super().__init__(f"{where}: {reason}")
 
 
+RetryRule = Callable[[TestOutcome, TestOutcome], bool]
+
+
 @paused_gc
-def fold_retries(outcomes: list[TestOutcome]) -> list[TestOutcome]:
-    """One outcome per test: repeated records of the same test (a retried test written once per
-    attempt, or a rerun report passed after the first one) become one outcome whose status is the
-    last attempt's, with the earlier attempts kept in `attempts`. Order is first appearance."""
+def fold_retries(outcomes: list[TestOutcome], is_retry: RetryRule | None = None) -> list[TestOutcome]:
+    """One outcome per test attempt group: a repeated record of the same test (suite path, classname
+    and name) becomes one outcome with the earlier one, whose status is the last attempt's and whose
+    `attempts` keeps the earlier ones, when `is_retry(earlier, later)` says the format made it a retry
+    (every repeat when no rule is given); any other repeat stays a test of its own. Order is first
+    appearance. Parsers call it with their format's rule (docs/reporter.md, "Repeated tests")."""
     folded: list[TestOutcome] = []
     seen: dict[tuple[tuple[str, ...], str | None, str], int] = {}
     for outcome in outcomes:
         key = (outcome.suite_path, outcome.classname, outcome.name)
         index = seen.get(key)
-        if index is None:
+        if index is None or (is_retry is not None and not is_retry(folded[index], outcome)):
             seen[key] = len(folded)
             folded.append(outcome)
             continue
@@ -129,3 +134,42 @@ def fold_retries(outcomes: list[TestOutcome]) -> list[TestOutcome]:
         outcome.attachments = [*earlier.attachments, *outcome.attachments]
         folded[index] = outcome
     return folded
+
+
+def after_failure(earlier: TestOutcome, later: TestOutcome) -> bool:
+    """A retry follows a failed attempt (pytest-rerunfailures, TestNG's RetryAnalyzer, ...)."""
+    return earlier.status in ("FAILED", "BROKEN")
+
+
+@paused_gc
+def title_apart(outcomes: list[TestOutcome]) -> list[TestOutcome]:
+    """Tests that are not retries of one another but share suite path, classname and name (rows of a
+    parametrized test that print no parameters, a report passed twice) each keep a result of their
+    own: the second is named "name [2]", the third "name [3]", in report order. Never merged."""
+    count: dict[tuple[tuple[str, ...], str | None, str], int] = {}
+    repeated = False
+    for outcome in outcomes:
+        key = (outcome.suite_path, outcome.classname, outcome.name)
+        number = count.get(key, 0) + 1
+        count[key] = number
+        if number > 1:
+            repeated = True
+    if not repeated:
+        return outcomes
+    taken = set(count)  # a renamed test must not take the name of another one ("x [2]" written as such)
+    seen: dict[tuple[tuple[str, ...], str | None, str], int] = {}
+    for outcome in outcomes:
+        key = (outcome.suite_path, outcome.classname, outcome.name)
+        number = seen.get(key, 0) + 1
+        seen[key] = number
+        if number == 1:
+            continue
+        name = f"{outcome.name} [{number}]"
+        while (outcome.suite_path, outcome.classname, name) in taken:
+            number += 1
+            name = f"{outcome.name} [{number}]"
+        seen[key] = number
+        taken.add((outcome.suite_path, outcome.classname, name))
+        outcome.notes.append(f"repeated test: {number} in this run by its name, not a retry")
+        outcome.name = name
+    return outcomes

@@ -40,11 +40,14 @@ from tms.reporter.reading import (
 _UNITS = frozenset({"test-case", "properties"})
 _SKIP_SUITES = {"Assembly", "ParameterizedMethod", "Theory", "GenericMethod", "Project"}
 _BROKEN_LABELS = {"error", "cancelled", "invalid"}
+# suites that are a test class: their full name ("Shop.Tests.CartTests(\"EUR\")") is the test's class
+_FIXTURES = {"TestFixture", "GenericFixture", "SetUpFixture"}
 
 
 @dataclass(slots=True)
 class _Suite:
     path: tuple[str, ...]
+    fixture: str | None = None  # a fixture's full name, namespace and arguments included
     categories: list[str] = field(default_factory=list)
     services: list[str] = field(default_factory=list)
 
@@ -64,8 +67,12 @@ def parse_nunit(path: str) -> list[TestOutcome]:
                 if tag == "test-suite":
                     above = suites[-1].path if suites else ()
                     name = (elem.get("name") or "").strip()
-                    keep = name and elem.get("type") not in _SKIP_SUITES
-                    suites.append(_Suite((*above, name) if keep else above))
+                    kind = elem.get("type")
+                    keep = name and kind not in _SKIP_SUITES
+                    fixture = suites[-1].fixture if suites else None
+                    if kind in _FIXTURES:
+                        fixture = (elem.get("fullname") or "").strip() or name or fixture
+                    suites.append(_Suite((*above, name) if keep else above, fixture))
                 opened.append(tag)
                 continue
             if tag == "test-case":
@@ -114,6 +121,13 @@ def _outcome(elem: Any, suites: list[_Suite], path: str, base: str) -> TestOutco
     name = (elem.get("name") or "").strip() or (elem.get("fullname") or "").strip() or "(unnamed test)"
     classname = (elem.get("classname") or "").strip() or None
     suite_path = suites[-1].path if suites else ()
+    fixture = suites[-1].fixture if suites else None
+    if (classname and "." in classname) or fixture:
+        # the namespace suites and the fixture repeat what the class's full name says: the title is
+        # "Shop.Tests.CartTests > Adds", with a parametrized fixture's arguments kept
+        if fixture and fixture.startswith(classname or fixture):
+            classname = fixture
+        suite_path = ()
     if "::" in name:  # pytest-nunit: "file.py::Class::test" with the file as classname
         parts = name.split("::")
         name, classname = parts[-1], " > ".join(parts[:-1]) or classname

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, fold_retries, paused_gc
 from tms.reporter.reading import START, cap, child_text, first_line, local, text_of, xml_errors, xml_stream
 
 # delivered whole, never evented inside: a test method, and a group with its methods
@@ -63,7 +63,7 @@ def parse_testng(path: str) -> list[TestOutcome]:
                         # TestNG 6 writes a retried attempt as a SKIP carrying the failure: it failed
                         earlier.status = "FAILED"
                         earlier.error_message, earlier.error_stack = skip_errors[id(earlier)]
-                        earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")]
+                        earlier.notes = [n for n in earlier.notes if not n.startswith("skipped: ")] + ["retried"]
                     last[key] = outcome
                     outcomes.append(outcome)
             else:
@@ -75,7 +75,13 @@ def parse_testng(path: str) -> list[TestOutcome]:
                         groups.clear()
                 elif tag == "class":
                     classname = None
-    return outcomes
+    # only an attempt TestNG marks as retried is folded into the next run of its method: a method run
+    # again otherwise (invocationCount, a data provider row without parameters) is a test of its own
+    return fold_retries(outcomes, _retried)
+
+
+def _retried(earlier: TestOutcome, later: TestOutcome) -> bool:
+    return "retried" in earlier.notes
 
 
 def _outcome(elem: Any, suite_path: tuple[str, ...], classname: str | None, groups: dict[str, list[str]],
