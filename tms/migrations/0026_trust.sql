@@ -14,6 +14,31 @@ UPDATE web_sessions SET user_id = json_extract(CAST(value AS TEXT), '$.user_id')
 DELETE FROM web_sessions WHERE user_id IN (SELECT id FROM users WHERE active = 0);
 CREATE INDEX web_sessions_user ON web_sessions (user_id);
 
+-- What members already deactivated or demoted below admin had issued stops working now, as it would
+-- have at their deactivation or demotion (one system entry each in the audit log).
+INSERT INTO audit_log (id, tenant_id, actor_type, actor_id, actor_name, action, entity_type, entity_id, changes,
+                       created_at)
+SELECT 'm0026' || lower(hex(randomblob(10))), k.tenant_id, 'system', NULL, 'system', 'token.revoked', 'token', k.id,
+       json_object('name', k.name, 'prefix', k.prefix, 'created_by', k.created_by,
+                   'reason', 'its creator was deactivated or is no longer an admin'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+FROM api_tokens k JOIN users u ON u.id = k.created_by
+WHERE k.revoked_at IS NULL AND (u.active = 0 OR u.role NOT IN ('owner', 'admin'));
+UPDATE api_tokens SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE revoked_at IS NULL AND created_by IN (SELECT id FROM users WHERE active = 0 OR role NOT IN ('owner', 'admin'));
+INSERT INTO audit_log (id, tenant_id, actor_type, actor_id, actor_name, action, entity_type, entity_id, changes,
+                       created_at)
+SELECT 'm0026' || lower(hex(randomblob(10))), l.tenant_id, 'system', NULL, 'system', l.kind || '.revoked', l.kind,
+       l.id, json_object('email', l.email, 'issued_by', l.created_by,
+                         'reason', 'its issuer was deactivated or is no longer an admin'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+FROM user_links l JOIN users u ON u.id = l.created_by
+WHERE l.used_at IS NULL AND l.revoked_at IS NULL AND l.expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  AND (u.active = 0 OR u.role NOT IN ('owner', 'admin'));
+UPDATE user_links SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE used_at IS NULL AND revoked_at IS NULL
+  AND created_by IN (SELECT id FROM users WHERE active = 0 OR role NOT IN ('owner', 'admin'));
+
 -- The log is append-only for DELETE too; only a tenant's own removal (its cascade runs once the tenant
 -- row is gone) takes its entries with it.
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
