@@ -83,6 +83,11 @@ def test_saving_an_outline_beyond_the_limit_is_400_naming_the_limit(tenant: Tena
     errors = imported.json()["errors"]
     assert len(errors) == 1 and f"{EXPANDED_STEPS_LIMIT:,}" in errors[0]["error"]
     assert tenant.api.get("/api/v1/cases/BIG-1").status_code == 404
+    # the web form says it next to the field, in one piece
+    form = tenant.web().post("/cases/new", data={"title": "Big", "bdd_content": OVERSIZE, "status": "DRAFT"})
+    assert form.status_code == 400
+    assert re.search(rf"<li>bdd_content expands to {OVERSIZE_STEPS:,} steps[^<]*at most {EXPANDED_STEPS_LIMIT:,}",
+                     form.text)
 
 
 def test_execute_page_of_a_stored_oversize_case_is_one_bounded_page(tenant: Tenant, other_tenant: Tenant) -> None:

@@ -148,7 +148,9 @@ def _plain(message: str) -> str:
 
 def error_lines(detail: str) -> list[tuple[int | None, str]]:
     """Splits a validate_gherkin message into (line number, message) pairs for display at the line."""
-    _, _, body = detail.partition("is not valid Gherkin: ")
+    _, found, body = detail.partition("is not valid Gherkin: ")
+    if not found:  # not a parse error (the checklist's size limit): one message, said as it is
+        return [(None, detail)]
     items: list[tuple[int | None, str]] = []
     for part in (body or detail).split("; "):
         match = _LINE_REF.match(part)
