@@ -13,10 +13,11 @@ import logging
 from typing import Any
 
 from litestar import Request, get
+from litestar.datastructures import CacheControlHeader
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.plugins.prometheus import PrometheusConfig
-from litestar.response import Response
+from litestar.response import Redirect, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from tms.metrics import OUTBOX_BACKLOG
@@ -25,7 +26,13 @@ from tms.store import operations as operations_store
 
 log = logging.getLogger(__name__)
 
-OPERATIONS_PATHS = ["/healthz", "/readyz", "/metrics"]
+OPERATIONS_PATHS = ["/healthz", "/readyz", "/metrics", "/favicon.ico"]
+
+
+@get("/favicon.ico", include_in_schema=False, sync_to_thread=False, cache_control=CacheControlHeader(max_age=86_400))
+def favicon() -> Redirect:
+    """Browsers ask for /favicon.ico on every page whatever the page links: the icon is the SVG."""
+    return Redirect("/static/favicon.svg", status_code=301)
 
 
 @get("/healthz", include_in_schema=False, sync_to_thread=False)

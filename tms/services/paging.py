@@ -19,6 +19,8 @@ def page_window(
     offset = 0 if offset is None else offset
     if limit < 1:
         raise InvalidInput("limit must be at least 1", field="limit")
+    if limit > MAX_OFFSET:  # clamped below, but a number beyond the documented integer range is refused
+        raise InvalidInput(f"limit must be at most {MAX_OFFSET}", field="limit")
     if offset < 0:
         raise InvalidInput("offset must not be negative", field="offset")
     if offset > MAX_OFFSET:
