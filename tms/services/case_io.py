@@ -7,6 +7,19 @@ audit entry records the counts. The preview (``dry_run``) is the same plan witho
 what it shows is what the import does. A file-level problem (wrong header, not UTF-8, an XML bomb,
 too large) is a 400/413 and changes nothing.
 
+Limits (issue 22): a file names at most ``MAX_SECTIONS`` sections (each parent counted once), nested at
+most ``MAX_SECTION_DEPTH`` deep; a TestRail file nests elements at most ``MAX_XML_DEPTH`` deep. Past
+them the file is a 400 naming the limit, found while parsing (linear), before any planning. Parsing
+and planning run in worker threads (``asyncio.to_thread``), never on the event loop.
+
+Exported cells that a spreadsheet would run as a formula (OWASP "CSV injection": a first character
+``= + - @``, tab or CR) start with a single quote ``'``; so does a cell starting with ``'`` followed by
+such a character or another ``'``. The import takes exactly that one quote off again (``restore``), so
+an export imports back unchanged, a value that really starts with ``'=`` included.
+
+NUL (U+0000) cannot be stored: in a CSV's free text (``bdd_content``) it becomes U+FFFD, in any other
+column it rejects the row naming the column.
+
 The CSV columns are the contract's: ``code, title, section, status, priority, layer, is_e2e,
 automation_status, tags, tickets, bdd_content``; a CSV exported here imports back unchanged.
 """
@@ -16,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import itertools
 import multiprocessing
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -32,7 +46,7 @@ from tms.ids import new_ids, now_iso
 from tms.models.cases import CaseCreate, Ticket
 from tms.services import audit
 from tms.services import cases as case_service
-from tms.services.errors import InvalidInput, NotFound, TooLarge
+from tms.services.errors import NUL, NUL_MESSAGE, NUL_REPLACEMENT, InvalidInput, NotFound, TooLarge
 from tms.services.gherkin_batch import gherkin_errors
 from tms.services.sections import PATH_SEPARATOR, clean_name
 from tms.store import cases as case_store
@@ -49,6 +63,13 @@ MAX_IMPORT_BYTES = 20 * 1024 * 1024
 EXPORT_BATCH = 1000
 # Gherkin checks cost ~0.3 ms a case in the official parser; big files are checked in worker processes.
 PARALLEL_GHERKIN_FROM = 3000
+# sections one import may name (every distinct path, each parent counted once) and how deep they nest
+MAX_SECTIONS = 10_000
+MAX_SECTION_DEPTH = 50
+# elements inside each other in a TestRail file: two per section level, plus a case's own markup
+MAX_XML_DEPTH = 2 * MAX_SECTION_DEPTH + 28
+# the longest TestRail case id taken as a code (C-<digits>); a 5,000-digit id is not an export's
+MAX_CASE_ID_DIGITS = 18
 
 _encoder = msgspec.json.Encoder()
 _tags_decoder = msgspec.json.Decoder(list[str])
@@ -56,18 +77,37 @@ _tickets_decoder = msgspec.json.Decoder(list[Ticket])
 TRUE = {"true", "1", "yes", "y"}
 FALSE = {"false", "0", "no", "n", ""}
 _JIRA_KEY = re.compile(r"^[A-Z][A-Z0-9]+-\d+$")
+# OWASP CSV injection: first characters a spreadsheet reads as the start of a formula
+_FORMULA_FIRST = frozenset("=+-@\t\r")
+_QUOTED_NEXT = _FORMULA_FIRST | {"'"}
+
+
+def neutralise(value: str) -> str:
+    """A cell as exported: a leading ``'`` when a spreadsheet would run it as a formula (or when it
+    already starts with the quote ``restore`` takes off), so ``restore(neutralise(v)) == v``."""
+    first = value[:1]
+    if first in _FORMULA_FIRST or (first == "'" and value[1:2] in _QUOTED_NEXT):
+        return "'" + value
+    return value
+
+
+def restore(value: str) -> str:
+    """A cell as imported: the quote ``neutralise`` added taken off (a lone ``'x`` stays as it is)."""
+    if value[:1] == "'" and value[1:2] in _QUOTED_NEXT:
+        return value[1:]
+    return value
 
 
 # ----------------------------------------------------------------------------------------------- export
 
 
 def section_paths(rows: list[Row]) -> dict[str, str]:
-    """{section id: "Parent / Child"} for every section of a project."""
-    by_id = {row["id"]: row for row in rows}
+    """{section id: "Parent / Child"} for every section of a project (rows ordered by ``path``, so a
+    parent comes before its children): each path is its parent's plus one name, one pass."""
     out: dict[str, str] = {}
     for row in rows:
-        names = [by_id[i]["name"] for i in row["path"].strip("/").split("/") if i in by_id]
-        out[row["id"]] = PATH_SEPARATOR.join(names)
+        parent = out.get(row["parent_id"]) if row["parent_id"] else None
+        out[row["id"]] = f"{parent}{PATH_SEPARATOR}{row['name']}" if parent else row["name"]
     return out
 
 
@@ -87,11 +127,11 @@ def _csv_lines(rows: list[Row], paths: dict[str, str]) -> bytes:
 def _export_row(row: Row, paths: dict[str, str]) -> list[str]:
     tags = _tags_decoder.decode(row["tags"])
     tickets = _tickets_decoder.decode(row["tickets"])
-    return [
+    return [neutralise(value) for value in (
         row["code"], row["title"], paths.get(row["section_id"] or "", ""), row["status"], row["priority"],
         row["layer"] or "", "true" if row["is_e2e"] else "false", row["automation_status"], ";".join(tags),
         ";".join(f"{t.source}:{t.key}" for t in tickets), row["bdd_content"],
-    ]
+    )]
 
 
 async def check_project(db: Database | Transaction, tenant_id: str, project_id: str | None) -> None:
@@ -206,6 +246,7 @@ def parse_csv(data: bytes) -> Parsed:
         raise InvalidInput(f"wrong CSV header: {'; '.join(problems)}. Expected: {', '.join(COLUMNS)}", field="file")
     rows: list[ImportRow] = []
     number = 1
+    has_nul = NUL in text
     try:
         for values in reader:
             number += 1
@@ -214,15 +255,51 @@ def parse_csv(data: bytes) -> Parsed:
             if len(values) != len(names):
                 rows.append(ImportRow(number, {}, error=f"has {len(values)} columns, the header {len(names)}"))
                 continue
-            record = dict(zip(names, values, strict=True))
-            rows.append(_csv_row(number, record))
+            # the quote the export puts before a formula-like cell comes off (free text is not stripped)
+            record = {name: restore(value if name == "bdd_content" else value.strip())
+                      for name, value in zip(names, values, strict=True)}
+            if has_nul and (bad := _nul_column(record)):
+                rows.append(ImportRow(number, {}, error=f"{bad}: {NUL_MESSAGE}"))
+                continue
+            row = _csv_row(number, record)
+            if len(row.section) > MAX_SECTION_DEPTH:
+                raise InvalidInput(f"row {number}: section is {len(row.section)} levels deep; an import takes "
+                                   f"at most {MAX_SECTION_DEPTH} levels", field="file")
+            rows.append(row)
     except csv.Error as exc:
         raise InvalidInput(f"row {number}: {exc}", field="file") from None
-    return Parsed(rows)
+    parsed = Parsed(rows)
+    check_section_count(parsed)
+    return parsed
+
+
+def _nul_column(record: dict[str, str]) -> str | None:
+    """The first column holding NUL that cannot take U+FFFD instead (free text does: replaced here)."""
+    for name, value in record.items():
+        if NUL in value:
+            if name != "bdd_content":
+                return name
+            record[name] = value.replace(NUL, NUL_REPLACEMENT)
+    return None
+
+
+def check_section_count(parsed: Parsed) -> None:
+    """400 when the file names more than MAX_SECTIONS sections, counting each parent once. Each
+    path's prefixes are walked from the longest until one is known: linear in the sections named."""
+    known: set[tuple[str, ...]] = set()
+    paths = itertools.chain(parsed.sections, (row.section for row in parsed.rows))
+    for path in paths:
+        prefix = path
+        while prefix and prefix not in known:
+            known.add(prefix)
+            prefix = prefix[:-1]
+        if len(known) > MAX_SECTIONS:
+            raise InvalidInput(f"the file names more than {MAX_SECTIONS:,} sections; an import takes at most "
+                               f"{MAX_SECTIONS:,} (split the file)", field="file")
 
 
 def _csv_row(number: int, record: dict[str, str]) -> ImportRow:
-    fields: dict[str, Any] = {"title": record.get("title", "").strip(),
+    fields: dict[str, Any] = {"title": record.get("title", ""),
                               "bdd_content": record.get("bdd_content", "").replace("\r\n", "\n")}
     try:
         if record.get("code", "").strip():
@@ -315,7 +392,11 @@ def _testrail_case(number: int, element: Any, section: tuple[str, ...]) -> Impor
     case_id = _child_text(element, "id")
     digits = re.sub(r"\D", "", case_id)
     if digits:
-        fields["code"] = f"C-{int(digits)}"
+        number_part = digits.lstrip("0") or "0"
+        if len(number_part) > MAX_CASE_ID_DIGITS:
+            raise InvalidInput(f"case {number}: its id {case_id[:24]!r}… has {len(number_part):,} digits; a TestRail "
+                               f"case id has at most {MAX_CASE_ID_DIGITS}", field="file")
+        fields["code"] = f"C-{number_part}"
     notes: list[tuple[str, str]] = []
     priority = _child_text(element, "priority")
     if priority:
@@ -367,38 +448,63 @@ def _testrail_case(number: int, element: Any, section: tuple[str, ...]) -> Impor
     return ImportRow(number, fields, section)
 
 
-def parse_testrail(data: bytes) -> Parsed:
-    """TestRail's XML export (``<suite><sections><section>…<cases><case>``) as rows and sections.
-
-    Parsed with defusedxml: DTDs, entity expansion (billion laughs) and external entities are refused.
-    """
+def _read_xml(data: bytes) -> Any:
+    """The document's root, built while counting how deep elements (and sections) nest: a file past
+    MAX_XML_DEPTH or MAX_SECTION_DEPTH is a 400 before anything recursive (``itertext``) sees it."""
+    depth = sections = 0
     try:
-        root = SafeET.fromstring(data, forbid_dtd=True)
+        events = SafeET.iterparse(io.BytesIO(data), events=("start", "end"), forbid_dtd=True)
+        for event, element in events:
+            if event == "start":
+                depth += 1
+                if depth > MAX_XML_DEPTH:
+                    raise InvalidInput(f"the XML nests elements more than {MAX_XML_DEPTH} deep; a TestRail export "
+                                       f"nests sections at most {MAX_SECTION_DEPTH} levels here", field="file")
+                if element.tag == "section":
+                    sections += 1
+                    if sections > MAX_SECTION_DEPTH:
+                        raise InvalidInput(f"the file nests sections more than {MAX_SECTION_DEPTH} levels deep; an "
+                                           f"import takes at most {MAX_SECTION_DEPTH} levels", field="file")
+            else:
+                depth -= 1
+                sections -= element.tag == "section"
+        return events.root  # set by iterparse once the whole document is read
     except DefusedXmlException as exc:
         raise InvalidInput(f"the XML file is refused: {type(exc).__name__} (DTDs and entities are not allowed)",
                            field="file") from None
     except SafeET.ParseError as exc:
         raise InvalidInput(f"the file is not well-formed XML: {exc}", field="file") from None
+
+
+def parse_testrail(data: bytes) -> Parsed:
+    """TestRail's XML export (``<suite><sections><section>…<cases><case>``) as rows and sections.
+
+    Parsed with defusedxml: DTDs, entity expansion (billion laughs) and external entities are refused.
+    The section tree is walked with a stack (no recursion), depth first, in file order.
+    """
+    root = _read_xml(data)
     if root.tag not in ("suite", "sections"):
         raise InvalidInput(f"not a TestRail export: the root element is <{root.tag}>, expected <suite>", field="file")
     parsed = Parsed([])
-    counter = [0]
-
-    def walk(container: Any, prefix: tuple[str, ...]) -> None:
-        if container is None:
-            return
-        for section in container.findall("section"):
-            name = " ".join(_child_text(section, "name").replace(" / ", "/").split()) or "Untitled section"
-            path = (*prefix, name)
-            description = _child_text(section, "description") or None
-            parsed.sections.setdefault(path, description)
-            cases = section.find("cases")
-            for case in [] if cases is None else cases.findall("case"):
-                counter[0] += 1
-                parsed.rows.append(_testrail_case(counter[0], case, path))
-            walk(section.find("sections"), path)
-
-    walk(root.find("sections") if root.tag == "suite" else root, ())
+    counter = 0
+    top = root.find("sections") if root.tag == "suite" else root
+    stack: list[tuple[Any, tuple[str, ...]]] = []
+    if top is not None:
+        stack += ((section, ()) for section in reversed(top.findall("section")))
+    while stack:
+        section, prefix = stack.pop()
+        name = " ".join(_child_text(section, "name").replace(" / ", "/").split()) or "Untitled section"
+        path = (*prefix, name)
+        description = _child_text(section, "description") or None
+        parsed.sections.setdefault(path, description)
+        cases = section.find("cases")
+        for case in [] if cases is None else cases.findall("case"):
+            counter += 1
+            parsed.rows.append(_testrail_case(counter, case, path))
+        children = section.find("sections")
+        if children is not None:
+            stack.extend((child, path) for child in reversed(children.findall("section")))
+    check_section_count(parsed)
     return parsed
 
 
@@ -469,6 +575,23 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
     """
     checked = {} if checked is None else checked
     plan = Plan()
+    # the CPU parts (a check of each row, the comparison, the sections) run in worker threads
+    candidates = await asyncio.to_thread(_candidates, parsed, plan)
+    existing = {r["code"]: r for r in await case_store.rows_by_codes(
+        db, tenant_id, [b.code for _, b in candidates if b.code is not None])}
+    # only texts that differ from the stored case need the parser (a re-import skips most of them)
+    to_check = [(row, body) for row, body in candidates
+                if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
+    unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
+    checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
+    bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
+    sections = await section_store.list_for_project(db, tenant_id, project_id)
+    await asyncio.to_thread(_compare, plan, parsed, candidates, existing, bad, sections)
+    return plan
+
+
+def _candidates(parsed: Parsed, plan: Plan) -> list[tuple[ImportRow, CaseCreate]]:
+    """The rows that can become cases (each checked once); the others go to ``plan.errors``."""
     candidates: list[tuple[ImportRow, CaseCreate]] = []
     seen: dict[str, int] = {}
     for row in parsed.rows:
@@ -487,23 +610,20 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
                 continue
             seen[body.code] = row.row
         candidates.append((row, body))
-    existing = {r["code"]: r for r in await case_store.rows_by_codes(
-        db, tenant_id, [b.code for _, b in candidates if b.code is not None])}
-    # only texts that differ from the stored case need the parser (a re-import skips most of them)
-    to_check = [(row, body) for row, body in candidates
-                if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
-    unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
-    checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
-    bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
+    return candidates
 
-    sections = await section_store.list_for_project(db, tenant_id, project_id)
+
+def _compare(plan: Plan, parsed: Parsed, candidates: list[tuple[ImportRow, CaseCreate]], existing: dict[str, Row],
+             bad: dict[int, str], sections: list[Row]) -> None:
+    """Each candidate against the stored case (create, update, unchanged) and the sections to create:
+    linear, with sets and dicts (each missing section path found once, parents first)."""
     by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
-    wanted = list(parsed.sections)
+    wanted = dict.fromkeys(parsed.sections)
     for row, body in candidates:
         if id(row) in bad:
             plan.errors.append((row.row, bad[id(row)]))
             continue
-        wanted.append(row.section)
+        wanted[row.section] = None
         old = existing.get(body.code) if body.code else None
         if old is None:
             plan.creates.append((row, body))
@@ -518,14 +638,17 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
             plan.updates.append((row, old, changes))
         else:
             plan.unchanged += 1
+    known: set[tuple[str, ...]] = set(by_path)
     for path in wanted:
-        for depth in range(1, len(path) + 1):
-            prefix = path[:depth]
-            if prefix not in by_path and prefix not in plan.new_sections:
-                plan.new_sections.append(prefix)
+        missing = []
+        prefix = path
+        while prefix and prefix not in known:
+            missing.append(prefix)
+            known.add(prefix)
+            prefix = prefix[:-1]
+        plan.new_sections += reversed(missing)  # parents first
     plan.errors.sort()
     plan.created, plan.updated = len(plan.creates), len(plan.updates)
-    return plan
 
 
 def _stored_values(row: ImportRow, body: CaseCreate) -> dict[str, Any]:
