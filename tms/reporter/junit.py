@@ -53,6 +53,7 @@ class _Suite:
     declared: str | None = None  # its `tests` attribute
     first: int = 0  # index of its first test case among the file's outcomes
     cases: int = 0  # test cases in it, nested suites' included
+    names: set[str] | None = None  # its go tests' names (one package: its classname), to see one run again
     outcomes: list[TestOutcome] = field(default_factory=list)  # only the non-passing ones
 
 
@@ -68,7 +69,7 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
     suites: list[_Suite] = []
     root_framework: str | None = None
     reruns: set[int] = set()  # the cases of a suite holding rerun attempts
-    go = False  # a suite written for go tests (go-junit-report, gotestsum)
+    go = False  # a go test (go-junit-report, gotestsum) written twice in its package: a rerun
     try:
         for event, elem in iterparse(path, events=("start", "end")):
             tag = _local(elem.tag)
@@ -105,6 +106,12 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                 outcomes.append(outcome)
                 if suite is not None:
                     suite.cases += 1
+                    if suite.framework == "go" and not go:
+                        # go tests run again (`-count`, gotestsum `--rerun-fails`) repeat in their package
+                        if suite.names is None:
+                            suite.names = set()
+                        go = outcome.name in suite.names
+                        suite.names.add(outcome.name)
                     if outcome.status != "PASSED":
                         suite.outcomes.append(outcome)
                 if progress is not None and len(outcomes) % 1000 == 0:
@@ -117,7 +124,6 @@ def parse_junit(path: str, progress: Callable[[int], None] | None = None) -> lis
                     suites[-1].framework = framework
             elif tag == "testsuite":
                 suite = suites.pop()
-                go = go or suite.framework == "go"
                 if suites:
                     suites[-1].cases += suite.cases
                 if suite.declared is not None and suite.cases > _count(suite.declared):
