@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from litestar import Response, get, post
 from litestar.datastructures import UploadFile
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import Stream
@@ -31,8 +32,13 @@ class _ImportOperation(Operation):
 
 
 @get("/cases/export", **requires("read"), summary="Export a project's cases as CSV (streamed)",
+     media_type="text/csv",
+     responses={200: ResponseSpec(str, media_type="text/csv", description="The cases as CSV (UTF-8), one row a case",
+                                  generate_examples=False)},
      description="Columns: code, title, section, status, priority, layer, is_e2e, automation_status, tags, "
-     "tickets, bdd_content. `section` is the path `Parent / Child`; tags `;`-separated; tickets `SOURCE:KEY;…`.")
+     "tickets, bdd_content. `section` is the path `Parent / Child`; tags `;`-separated; tickets `SOURCE:KEY;…`. "
+     "A cell starting with `=`, `+`, `-`, `@`, tab or CR (a spreadsheet formula) starts with `'`, as does one "
+     "starting with `'` and one of those or `'`; the import takes that quote off again.")
 async def export_cases(request: ApiRequest, project_id: str | None = None,
                        format: str = "csv") -> Stream:
     if format != "csv":
@@ -42,7 +48,7 @@ async def export_cases(request: ApiRequest, project_id: str | None = None,
     assert project_id is not None
     return Stream(
         case_io.export_csv(db, tenant, project_id),
-        media_type="text/csv; charset=utf-8",
+        media_type="text/csv",  # Litestar adds "; charset=utf-8" to text types
         headers={"Content-Disposition": 'attachment; filename="cases.csv"'},
     )
 
