@@ -6,11 +6,15 @@ rules, versions and audit entries are the API's.
 
 from __future__ import annotations
 
-import difflib
+import asyncio
+import contextlib
+import hashlib
 import itertools
 import json
 import secrets
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import msgspec
 from litestar import Router, get, post
 from litestar.datastructures import UploadFile
 from litestar.response import Redirect, Stream, Template
+from rapidfuzz.distance import Indel
 
 from tms.models.cases import CaseUpdate
 from tms.models.sections import SectionCreate, SectionUpdate
@@ -28,11 +33,19 @@ from tms.services import sections as section_service
 from tms.services.errors import DomainError, NotFound
 from tms.state import config_of, db_of
 from tms.web.cases import view_from_query
-from tms.web.common import AnyRequest, convert, done, form_of, not_found, render, tenant_of
+from tms.web.common import AnyRequest, convert, done, form_of, not_found, render, tenant_of, user_of
 from tms.web.session import page_guard
 
+# An import preview keeps its file in data_dir/imports/<tenant>/<user>/<token>.bin (+ .json) until it is
+# confirmed, for at most IMPORT_TTL_SECONDS; a user keeps their newest MAX_PREVIEWS_PER_USER, a tenant
+# its newest MAX_PREVIEWS_PER_TENANT (older ones are dropped: confirming them says "expired"). So the
+# disk a tenant can fill is bounded: 10 previews of at most 20 MB.
 IMPORT_TTL_SECONDS = 3600
+MAX_PREVIEWS_PER_USER = 3
+MAX_PREVIEWS_PER_TENANT = 10
+SWEEP_EVERY_SECONDS = 600  # every tenant's expired previews are removed at most this often
 _TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_last_sweep = [0.0]
 
 
 # ---------------------------------------------------------------------------------------------- sections
@@ -169,27 +182,75 @@ async def export(request: AnyRequest) -> Stream | Redirect:
     assert project_id is not None
     filtered = any(v for k, v in view.params.items() if k not in ("project_id", "sort", "order", "limit", "offset"))
     return Stream(case_io.export_csv(db, tenant, project_id, view.query if filtered else None),
-                  media_type="text/csv; charset=utf-8",
+                  media_type="text/csv",
                   headers={"Content-Disposition": 'attachment; filename="cases.csv"'})
 
 
 # ---------------------------------------------------------------------------------------------- import
 
 
-def _imports_dir(request: AnyRequest) -> Path:
-    path = Path(config_of(request).data_dir) / "imports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _imports_root(request: AnyRequest) -> Path:
+    return Path(config_of(request).data_dir) / "imports"
 
 
-def _forget_old_uploads(directory: Path) -> None:
-    cutoff = time.time() - IMPORT_TTL_SECONDS
-    for file in directory.glob("*"):
+def _safe_part(value: str) -> str:
+    """An id as one path component (ids are cuids; anything else is hashed)."""
+    return value if value and not set(value) - _TOKEN_CHARS else hashlib.sha256(value.encode()).hexdigest()
+
+
+def _user_dir(request: AnyRequest) -> Path:
+    user = user_of(request)
+    return _imports_root(request) / _safe_part(user.tenant_id) / _safe_part(user.id)
+
+
+def _drop(meta: Path) -> None:
+    meta.unlink(missing_ok=True)
+    meta.with_suffix(".bin").unlink(missing_ok=True)
+
+
+def _previews(directory: Path) -> list[tuple[float, Path]]:
+    """(modified, meta file) of the previews under ``directory``, oldest first."""
+    found = []
+    for meta in directory.rglob("*.json"):
         try:
-            if file.stat().st_mtime < cutoff:
-                file.unlink()
+            found.append((meta.stat().st_mtime, meta))
         except OSError:
             continue
+    return sorted(found)
+
+
+def _keep_previews(root: Path, tenant_dir: Path, user_dir: Path) -> None:
+    """Drops expired previews (the tenant's now, everyone's every SWEEP_EVERY_SECONDS) and the oldest
+    ones past the user's and the tenant's caps; a file without its pair is dropped with them."""
+    now = time.time()
+    cutoff = now - IMPORT_TTL_SECONDS
+    if now - _last_sweep[0] > SWEEP_EVERY_SECONDS:
+        _last_sweep[0] = now
+        for file in root.rglob("*"):
+            with contextlib.suppress(OSError):
+                if file.is_file() and file.stat().st_mtime < cutoff:
+                    file.unlink()
+    for directory, cap in ((user_dir, MAX_PREVIEWS_PER_USER), (tenant_dir, MAX_PREVIEWS_PER_TENANT)):
+        previews = _previews(directory)
+        live = [meta for modified, meta in previews if modified >= cutoff]
+        for _, meta in previews[: len(previews) - len(live)]:
+            _drop(meta)
+        for meta in live[: max(0, len(live) - cap)]:
+            _drop(meta)
+    for data in tenant_dir.rglob("*.bin"):
+        if not data.with_suffix(".json").exists():
+            with contextlib.suppress(OSError):
+                if data.stat().st_mtime < now - 60:  # not one being written right now
+                    data.unlink()
+
+
+def _store_preview(root: Path, tenant_dir: Path, user_dir: Path, data: bytes, meta: dict[str, str]) -> str:
+    user_dir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(24)
+    (user_dir / f"{token}.bin").write_bytes(data)
+    (user_dir / f"{token}.json").write_text(json.dumps(meta))
+    _keep_previews(root, tenant_dir, user_dir)
+    return token
 
 
 async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[str, str],
@@ -220,11 +281,9 @@ async def import_preview(request: AnyRequest) -> Template:
                                             dry_run=True)
     except DomainError as exc:
         return await _import_form(request, form, {exc.field or "file": exc.detail}, 400)
-    directory = _imports_dir(request)
-    _forget_old_uploads(directory)
-    token = secrets.token_urlsafe(24)
-    (directory / f"{token}.bin").write_bytes(data)
-    (directory / f"{token}.json").write_text(json.dumps({"tenant": tenant, **form, "name": upload.filename}))
+    user_dir = _user_dir(request)
+    token = await asyncio.to_thread(_store_preview, _imports_root(request), user_dir.parent, user_dir, data,
+                                    {"tenant": tenant, **form, "name": upload.filename})
     project = await project_service.get_project(db, tenant, form["project_id"])
     return render(request, "cases/import_preview.html", active_nav="cases", result=result, token=token,
                   project=project, file_name=upload.filename, fmt=form["format"])
@@ -235,19 +294,32 @@ async def import_confirm(request: AnyRequest) -> Redirect:
     db, tenant = db_of(request), tenant_of(request)
     form, _ = await form_of(request)
     token = form.get("token", "")
-    directory = _imports_dir(request)
+    directory = _user_dir(request)  # only the user who previewed a file can import it
     meta_path, data_path = directory / f"{token}.json", directory / f"{token}.bin"
-    if not token or set(token) - _TOKEN_CHARS or not meta_path.exists():
+    claimed = directory / f"{token}.claimed"
+
+    def expired() -> Redirect:
         return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("tenant") != tenant:
-        return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
+
+    if not token or set(token) - _TOKEN_CHARS:
+        return expired()
     try:
-        result = await case_io.import_cases(db, tenant, meta["project_id"], data_path.read_bytes(), meta["format"])
+        fresh = meta_path.stat().st_mtime >= time.time() - IMPORT_TTL_SECONDS
+        meta_path.rename(claimed)  # single use: of two confirmations at once, one finds nothing
+    except OSError:
+        return expired()
+    try:
+        meta = json.loads(claimed.read_text())
+        if not fresh or meta.get("tenant") != tenant:
+            return expired()
+        data = await asyncio.to_thread(data_path.read_bytes)
+        result = await case_io.import_cases(db, tenant, meta["project_id"], data, meta["format"])
+    except (OSError, ValueError):
+        return expired()
     except DomainError as exc:
         return done(request, "/cases/import", f"Nothing was imported: {exc.detail}", "error")
     finally:
-        meta_path.unlink(missing_ok=True)
+        claimed.unlink(missing_ok=True)
         data_path.unlink(missing_ok=True)
     return done(request, f"/cases?project_id={meta['project_id']}",
                 f"Imported {meta['name']}: {result.created} created, {result.updated} updated, "
@@ -258,17 +330,135 @@ async def import_confirm(request: AnyRequest) -> Redirect:
 # ---------------------------------------------------------------------------------------------- versions
 
 
-def diff_rows(old: str, new: str) -> list[tuple[str, int | None, int | None, str]]:
-    """A line-by-line diff as rows (kind, old line no, new line no, text): kind is same, del or add."""
+# The Gherkin diff of two versions (issue 22). The common first and last lines are skipped in linear
+# time; the part between is compared as a longest common subsequence of lines by rapidfuzz (C++,
+# bit-parallel: N*M/64 word operations and N*M bits of memory), in a worker thread, when N*M is at
+# most MAX_DIFF_CELLS (32 MB of bits, ~50 ms), else the page says it is too large to compare. Unchanged
+# runs fold to DIFF_CONTEXT lines around each change, at most MAX_DIFF_ROWS rows are shown, and each
+# version pair's diff is kept (versions never change) in a small LRU cache shared by concurrent views.
+MAX_DIFF_CELLS = 16_000 * 16_000
+DIFF_CONTEXT = 3
+MAX_DIFF_ROWS = 5_000
+DIFF_CACHE_SIZE = 64
+
+DiffRow = tuple[str, int | None, int | None, str]
+
+
+@dataclass(frozen=True)
+class LineDiff:
+    """Rows (kind, old line no, new line no, text), kind same/del/add, or fold (text = how many unchanged
+    lines are hidden there); ``too_large`` = the changed part's lines (old, new) when not compared."""
+
+    rows: list[DiffRow]
+    changed: bool
+    hidden: int = 0
+    too_large: tuple[int, int] | None = None
+
+
+def diff_rows(old: str, new: str) -> LineDiff:
+    """A line-by-line diff of two texts, bounded in time, memory and size (see MAX_DIFF_CELLS)."""
     a, b = old.splitlines(), new.splitlines()
-    rows: list[tuple[str, int | None, int | None, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            rows += [("same", i1 + k + 1, j1 + k + 1, a[i1 + k]) for k in range(i2 - i1)]
-            continue
-        rows += [("del", i + 1, None, a[i]) for i in range(i1, i2)]
-        rows += [("add", None, j + 1, b[j]) for j in range(j1, j2)]
+    start, shortest = 0, min(len(a), len(b))
+    while start < shortest and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+        end += 1
+    a_end, b_end = len(a) - end, len(b) - end
+    if start == a_end and start == b_end:
+        return LineDiff(_folded_same(a, 0, 0, len(a), True, True), changed=False)
+    builder = _DiffBuilder()
+    builder.same(a, 0, 0, start, at_start=True, at_end=False)
+    a_mid, b_mid = a[start:a_end], b[start:b_end]
+    too_large = None
+    if len(a_mid) * len(b_mid) > MAX_DIFF_CELLS:
+        too_large = (len(a_mid), len(b_mid))
+        where = f"lines {start + 1} to {a_end} (old) and {start + 1} to {b_end} (new)"
+        builder.rows.append(("fold", None, None, f"{where}: not compared"))
+    elif not a_mid or not b_mid:
+        builder.change(a, b, start, a_end, start, b_end)
+    else:
+        i = j = start  # where the pending change began in a and b
+        for op in Indel.opcodes(a_mid, b_mid):
+            if op.tag != "equal":
+                continue
+            i1, i2, j1 = start + op.src_start, start + op.src_end, start + op.dest_start
+            builder.change(a, b, i, i1, j, j1)
+            k = 0  # lines rapidfuzz matched by hash: compared for real
+            while k < i2 - i1 and a[i1 + k] == b[j1 + k]:
+                k += 1
+            builder.same(a, i1, j1, k, at_start=False, at_end=False)
+            i, j = i1 + k, j1 + k
+        builder.change(a, b, i, a_end, j, b_end)
+    builder.same(a, a_end, b_end, end, at_start=False, at_end=True)
+    return LineDiff(builder.rows, changed=True, hidden=builder.hidden, too_large=too_large)
+
+
+class _DiffBuilder:
+    def __init__(self) -> None:
+        self.rows: list[DiffRow] = []
+        self.hidden = 0
+
+    def _add(self, row: DiffRow) -> None:
+        if len(self.rows) < MAX_DIFF_ROWS:
+            self.rows.append(row)
+        elif row[0] != "same" and row[0] != "fold":
+            self.hidden += 1
+
+    def change(self, a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> None:
+        if len(self.rows) >= MAX_DIFF_ROWS:
+            self.hidden += (i2 - i1) + (j2 - j1)
+            return
+        for i in range(i1, i2):
+            self._add(("del", i + 1, None, a[i]))
+        for j in range(j1, j2):
+            self._add(("add", None, j + 1, b[j]))
+
+    def same(self, a: list[str], i: int, j: int, count: int, *, at_start: bool, at_end: bool) -> None:
+        if count and len(self.rows) < MAX_DIFF_ROWS:
+            for row in _folded_same(a, i, j, count, at_start, at_end):
+                self._add(row)
+
+
+def _folded_same(a: list[str], i: int, j: int, count: int, at_start: bool, at_end: bool) -> list[DiffRow]:
+    """A run of unchanged lines: the DIFF_CONTEXT lines next to a change, the rest as one fold row."""
+    before = 0 if at_start else min(DIFF_CONTEXT, count)
+    after = 0 if at_end else min(DIFF_CONTEXT, count - before)
+    if at_start and at_end:  # nothing changed: every line
+        before, after = min(count, MAX_DIFF_ROWS), 0
+    rows: list[DiffRow] = [("same", i + k + 1, j + k + 1, a[i + k]) for k in range(before)]
+    folded = count - before - after
+    if folded > 0:
+        rows.append(("fold", None, None, f"{folded} unchanged line{'s' if folded != 1 else ''}"))
+    rows += [("same", i + k + 1, j + k + 1, a[i + k]) for k in range(count - after, count)]
     return rows
+
+
+_diffs: OrderedDict[tuple[str, str, int, int], asyncio.Task[LineDiff]] = OrderedDict()
+_diff_slots = asyncio.Semaphore(2)  # at most two diffs computing at once (each up to 32 MB of bits)
+
+
+async def _computed(old: str, new: str) -> LineDiff:
+    async with _diff_slots:
+        return await asyncio.to_thread(diff_rows, old, new)
+
+
+async def cached_diff(tenant_id: str, case_id: str, a: int, b: int, old: str, new: str) -> LineDiff:
+    """The diff of versions ``a`` and ``b`` of a case, computed once (concurrent views share it)."""
+    key = (tenant_id, case_id, a, b)
+    task = _diffs.get(key)
+    if task is None:
+        task = asyncio.ensure_future(_computed(old, new))
+        _diffs[key] = task
+        while len(_diffs) > DIFF_CACHE_SIZE:
+            _diffs.popitem(last=False)
+    else:
+        _diffs.move_to_end(key)
+    try:
+        return await asyncio.shield(task)
+    except Exception:
+        _diffs.pop(key, None)
+        raise
 
 
 FIELD_LABELS = {"code": "Code", "title": "Title", "status": "Status", "priority": "Priority", "layer": "Layer",
@@ -318,7 +508,7 @@ async def versions_page(request: AnyRequest, case_id: str) -> Template:
     if old and new:
         fields = [(FIELD_LABELS[f], _shown(old, f, names), _shown(new, f, names)) for f in FIELD_LABELS
                   if msgspec.to_builtins(getattr(old, f)) != msgspec.to_builtins(getattr(new, f))]
-    rows = diff_rows(old.bdd_content, new.bdd_content) if old and new else []
+    diff = await cached_diff(tenant, case.id, a, b, old.bdd_content, new.bdd_content) if old and new else None
     changed_between = {}
     ordered = sorted(versions, key=lambda v: v.version)
     for before, after in itertools.pairwise(ordered):
@@ -326,7 +516,8 @@ async def versions_page(request: AnyRequest, case_id: str) -> Template:
             FIELD_LABELS.get(f, "Gherkin") for f in (*FIELD_LABELS, "bdd_content")
             if msgspec.to_builtins(getattr(before, f)) != msgspec.to_builtins(getattr(after, f))]
     return render(request, "cases/versions.html", active_nav="cases", case=case, versions=versions, a=a, b=b,
-                  fields=fields, rows=rows, changed=changed_between, gherkin_changed=any(r[0] != "same" for r in rows))
+                  fields=fields, diff=diff, max_rows=MAX_DIFF_ROWS, changed=changed_between,
+                  gherkin_changed=diff is not None and diff.changed)
 
 
 @post("/{case_id:str}/move", status_code=303)
