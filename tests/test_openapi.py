@@ -121,3 +121,38 @@ def test_request_bodies_are_closed_and_bounded(server: ServerProcess) -> None:
     results = document["paths"]["/api/v1/runs/{run_id}/results"]["post"]
     assert results["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ResultsBody"}
+
+
+def test_null_is_not_a_number_in_the_query(tenant: Tenant) -> None:
+    """``?offset=null`` was read as "no offset" while the document says an integer: now a 400 naming it."""
+    for path in ("/api/v1/runs", "/api/v1/cases", "/api/v1/audit"):
+        for name in ("offset", "limit"):
+            response = tenant.api.get(path, params={name: "null"})
+            assert response.status_code == 400, (path, name, response.text)
+            assert [e["field"] for e in response.json()["errors"]] == [name]
+    assert tenant.api.get("/api/v1/runs", params={"offset": 0}).status_code == 200
+    # beyond the documented integer range (int64) is refused too, not clamped
+    assert tenant.api.get("/api/v1/runs", params={"limit": 2**63}).status_code == 400
+    assert tenant.api.get("/api/v1/runs", params={"limit": 2**63 - 1}).json()["pagination"]["limit"] == 500
+
+
+def test_step_results_is_documented_once_as_steps_or_null(server: ServerProcess) -> None:
+    import httpx
+
+    schemas = httpx.get(f"{server.url}/schema/openapi.json").json()["components"]["schemas"]
+    assert schemas["Result"]["properties"]["step_results"] == {"oneOf": [
+        {"type": "array", "items": {"$ref": "#/components/schemas/StepResult"}}, {"type": "null"}]}
+    for name, component in schemas.items():
+        for field, schema in component.get("properties", {}).items():
+            for option in schema.get("oneOf") or schema.get("anyOf") or []:
+                assert set(option) - {"examples", "description", "title"}, (name, field)
+
+
+def test_favicon_is_the_svg_icon(server: ServerProcess) -> None:
+    import httpx
+
+    response = httpx.get(f"{server.url}/favicon.ico")
+    assert response.status_code == 301 and response.headers["location"] == "/static/favicon.svg"
+    icon = httpx.get(f"{server.url}/favicon.ico", follow_redirects=True)
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert b"<svg" in icon.content

@@ -28,9 +28,9 @@ from litestar import Litestar, Request
 from litestar.openapi.plugins import JsonRenderPlugin
 
 from tms.models.cases import CASE_STATUSES, AutomationStatus, Layer, Priority
-from tms.models.ingest import IngestBody
+from tms.models.ingest import NUL_REPLACED_FIELDS, IngestBody
 from tms.models.milestones import MILESTONE_STATUSES
-from tms.models.results import ResultsBody
+from tms.models.results import RESULT_STATUSES, ResultsBody
 from tms.models.runs import RUN_STATUSES
 from tms.problems import PROBLEM_JSON
 from tms.services.case_io import FORMATS as IMPORT_FORMATS
@@ -45,7 +45,11 @@ RAW_BODIES: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("POST", "/api/v1/ingest"): IngestBody,
     ("POST", "/api/v1/runs/{run_id}/results"): ResultsBody,
 }
-# Statuses beyond the general rules, with what causes them.
+# Statuses beyond the general rules, with what causes them (every `Conflict` of tms.services, by route).
+ARCHIVED = "The project is archived: it takes no new runs, ingests, plans, known issues or quarantine entries."
+CLOSED_RUN = "The run is COMPLETED or SYNCED: cases are added to or removed from PENDING or IN_PROGRESS runs only."
+SECTION_NAME = "A section of that name already exists under the same parent."
+INACTIVE = "The subscription is inactive; activate it first."
 EXTRA_STATUSES: dict[tuple[str, str], dict[int, str]] = {
     ("POST", "/api/v1/ingest"): {
         207: "Some results were rejected: `{run_id, accepted, rejected, errors: [{index, error}]}`.",
@@ -58,6 +62,21 @@ EXTRA_STATUSES: dict[tuple[str, str], dict[int, str]] = {
     },
     ("POST", "/api/v1/cases"): {409: "The code is already taken in this tenant."},
     ("PATCH", "/api/v1/cases/{case_id}"): {409: "The code is already taken in this tenant."},
+    ("POST", "/api/v1/cases/import"): {409: "A code of the file was taken by another case meanwhile."},
+    ("POST", "/api/v1/runs"): {409: ARCHIVED},
+    ("POST", "/api/v1/runs/{run_id}/cases"): {409: CLOSED_RUN},
+    ("DELETE", "/api/v1/runs/{run_id}/cases"): {409: CLOSED_RUN},
+    ("POST", "/api/v1/plans"): {409: ARCHIVED},
+    ("POST", "/api/v1/known-issues"): {409: ARCHIVED},
+    ("POST", "/api/v1/quarantine"): {409: ARCHIVED},
+    ("GET", "/api/v1/flaky"): {409: "The project is archived."},
+    ("POST", "/api/v1/sections"): {409: SECTION_NAME},
+    ("PATCH", "/api/v1/sections/{section_id}"): {
+        409: SECTION_NAME + " Or the section would move under itself or one of its subsections."},
+    ("DELETE", "/api/v1/sections/{section_id}"): {
+        409: "A subsection would meet a section of the same name where it moves up to."},
+    ("POST", "/api/webhooks/{subscription_id}/ping"): {409: INACTIVE},
+    ("POST", "/api/webhooks/{subscription_id}/deliveries/{delivery_id}/redeliver"): {409: INACTIVE},
     ("POST", "/api/v1/results/{result_id}/attachments"): {
         415: "The file's type is not allowed, or its content does not match it.",
     },
@@ -80,6 +99,7 @@ PARAMETER_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/api/v1/milestones", "status"): MILESTONE_STATUSES,
     ("/api/v1/cases/export", "format"): ("csv",),
     ("/api/v1/cases/import", "format"): IMPORT_FORMATS,
+    ("/api/v1/runs/{run_id}/results", "status"): RESULT_STATUSES,
 }
 # Query parameters a handler types as optional but its service requires.
 REQUIRED_QUERY = {("/api/v1/sections", "project_id"), ("/api/v1/cases/export", "project_id"),
@@ -92,11 +112,12 @@ EXCLUSIVE_FIELDS: dict[str, list[tuple[str, str]]] = {
 # names trimmed and then refused when blank, Gherkin that must hold a Feature, webhook targets that
 # must be absolute http(s) URLs of a named host (literal private addresses are refused at once; an
 # https base_url also refuses http://), known event names, batches of at least one result.
-NOT_BLANK = {"pattern": r"\S"}
+NOT_BLANK = {"pattern": r"^[^\u0000]*[^\s\u0000][^\u0000]*$"}  # and no NUL (see NO_NUL)
 # Gherkin's grammar is beyond JSON Schema: the pattern states the start (comments, tags, then a
 # Feature); the official parser decides the rest, and its refusal is a 400 naming the line.
 GHERKIN = {
-    "pattern": r"^([ \t]*(#(?![ \t]*language[ \t]*:)[^\n]*|@[^\s@]+([ \t]+@[^\s@]+)*)?[ \t]*\r?\n)*[ \t]*Feature:",
+    "pattern": r"^([ \t]*(#(?![ \t]*language[ \t]*:)[^\n\u0000]*|@[^\s@\u0000]+([ \t]+@[^\s@\u0000]+)*)?[ \t]*\r?\n)*"
+               r"[ \t]*Feature:[^\u0000]*$",
     "description": "Gherkin that the official parser accepts, holding a Feature; otherwise 400 naming the line.",
 }
 WEBHOOK_URL = {"pattern": r"^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,20}[A-Za-z0-9])?\.)*[A-Za-z]{2,20}"
@@ -109,6 +130,16 @@ FIELD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("CaseUpdate", "title"): NOT_BLANK,
     ("RunCreate", "name"): NOT_BLANK,
     ("RunUpdate", "name"): NOT_BLANK,
+    ("ProjectUpdate", "name"): NOT_BLANK,
+    ("PlanCreate", "name"): NOT_BLANK,
+    ("PlanUpdate", "name"): NOT_BLANK,
+    ("MilestoneCreate", "name"): NOT_BLANK,
+    ("MilestoneUpdate", "name"): NOT_BLANK,
+    ("SectionCreate", "name"): NOT_BLANK,
+    ("SectionUpdate", "name"): NOT_BLANK,
+    ("KnownIssueCreate", "bug_ticket_key"): NOT_BLANK,
+    ("KnownIssueUpdate", "bug_ticket_key"): NOT_BLANK,
+    ("QuarantineCreate", "reason"): NOT_BLANK,
     ("CaseCreate", "bdd_content"): GHERKIN,
     ("CaseUpdate", "bdd_content"): GHERKIN,
     ("SubscriptionCreate", "url"): WEBHOOK_URL,
@@ -179,7 +210,40 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
     for name, pairs in EXCLUSIVE_FIELDS.items():
         if name in components:
             components[name]["allOf"] = [{"not": {"required": list(pair)}} for pair in pairs]
+    for name, component in components.items():
+        for field, schema in component.get("properties", {}).items():
+            if (name, field) not in NUL_KEPT:
+                _no_nul(schema)
+    for name in ("IngestBody", "ResultsBody"):
+        results = components.get(name, {}).get("properties", {}).get("results")
+        if results is not None and "items" in results:
+            results["items"] = {"anyOf": [results["items"], ITEM_REJECTED_ALONE]}
     return dict(zip(types, refs, strict=True)), components
+
+
+# A result item that is not a ResultIn does not fail the batch: it is rejected alone, in the 207 answer.
+ITEM_REJECTED_ALONE = {"description": "Any other item is rejected on its own: `errors` of the 207 answer names "
+                                      "its index and why (the valid items are stored)."}
+
+# Text holding NUL (U+0000) is refused everywhere (a 400 naming the field, tms.api.bodies): PostgreSQL
+# cannot store it. Except the free text of result items, stored with U+FFFD instead, and the search.
+NO_NUL = r"^[^\u0000]*$"
+NUL_KEPT = {("ResultIn", field) for field in NUL_REPLACED_FIELDS}
+NUL_TOLERANT_PARAMETERS = {"q"}
+
+
+def _no_nul(schema: dict[str, Any]) -> None:
+    """Says "no NUL" in every string of ``schema`` (its alternatives, its items) that allows one: a
+    pattern of its own is kept, and the rule added beside it with ``not``."""
+    for option in schema.get("anyOf", schema.get("oneOf", [schema])):
+        if option.get("type") == "array" and isinstance(option.get("items"), dict):
+            _no_nul(option["items"])
+        if option.get("type") != "string" or "enum" in option or "format" in option:
+            continue
+        if "pattern" not in option:
+            option["pattern"] = NO_NUL
+        elif option["pattern"] != NO_NUL and "[^" not in option["pattern"]:
+            option["not"] = {"pattern": r"\u0000"}
 
 
 def _constrain(component: dict[str, Any] | None, field: str, extra: dict[str, Any]) -> None:
@@ -205,6 +269,7 @@ def finish(app: Litestar, document: dict[str, Any]) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(copy.deepcopy(components))
     schemas["Problem"] = PROBLEM_SCHEMA
+    _fix_raw_fields(schemas)
     for path, operations in document.get("paths", {}).items():
         if not path.startswith("/api/"):
             continue
@@ -254,6 +319,33 @@ def _finish_operation(path: str, method: str, operation: dict[str, Any],
             responses[str(status)] = _problem(text)
 
 
+# Response fields the server passes through as stored JSON (msgspec.Raw: Litestar documents "anything",
+# which with its null alternative matched null twice), said as what they hold.
+# (component, field) -> (the component its schema refers to, the schema)
+RAW_FIELDS: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
+    ("Result", "step_results"): ("StepResult", {"type": "array", "items": {"$ref": REF.format(name="StepResult")}}),
+}
+
+
+_ANNOTATIONS = {"examples", "description", "title"}  # keys that constrain nothing
+
+
+def _fix_raw_fields(schemas: dict[str, Any]) -> None:
+    """A field documented as ``oneOf: [{}, {type: null}]`` (null valid under both; ``{}`` may carry
+    ``examples``) becomes its real
+    schema or null (``RAW_FIELDS``), else simply "anything" (which includes null)."""
+    for name, component in schemas.items():
+        for field, schema in component.get("properties", {}).items():
+            options = schema.get("oneOf") or schema.get("anyOf") or []
+            if not any(isinstance(option, dict) and set(option) <= _ANNOTATIONS for option in options):
+                continue
+            needs, real = RAW_FIELDS.get((name, field), ("", {}))
+            if real and needs in schemas:
+                component["properties"][field] = {"oneOf": [real, {"type": "null"}]}
+            else:
+                component["properties"][field] = {}
+
+
 def _fix_files(operation: dict[str, Any]) -> None:
     """File uploads and downloads as they really are: an upload takes ``file`` parts and nothing else;
     a download answers the stored file's own type, with an HTTP-date (not RFC 3339) Last-Modified."""
@@ -277,6 +369,8 @@ def _fix_files(operation: dict[str, Any]) -> None:
 def _bound_parameter(path: str, parameter: dict[str, Any]) -> None:
     """A query parameter as the server reads it: absent means "not given" (a ``null`` alternative
     would be sent as the text "null"), integers within their bounds, filters within their choices."""
+    if parameter.get("in") == "path":
+        _no_nul(parameter.setdefault("schema", {}))  # an id with NUL names nothing: 404
     if parameter.get("in") != "query":
         return
     schema = parameter.get("schema", {})
@@ -292,6 +386,8 @@ def _bound_parameter(path: str, parameter: dict[str, Any]) -> None:
             schema.setdefault(bound, value)  # a handler's own bound (ge/le) stays
     if schema.get("type") == "string" and (path, name) in PARAMETER_ENUMS:
         schema["enum"] = list(PARAMETER_ENUMS[(path, name)])
+    if name not in NUL_TOLERANT_PARAMETERS:
+        _no_nul(schema)
     parameter["schema"] = schema
 
 
