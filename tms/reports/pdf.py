@@ -8,10 +8,11 @@ bounded lists (50 clusters, 200 failures, 500 runs), so a page count never follo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fpdf import FPDF
-from fpdf.fonts import FontFace
+from fpdf.fonts import CORE_FONTS_CHARWIDTHS
 
 from tms.reports.models import Counts, Report
 
@@ -21,6 +22,7 @@ _LOOK_ALIKES = str.maketrans({"\u2026": "...", "\u2014": "-", "\u2013": "-", "\u
                               "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2022": "*", "\u00a0": " ",
                               "\ufffd": "?"})
 MAX_CELL = 300
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # tabs and other controls: a space (newlines stay)
 COUNT_HEADS = ("Total", "Passed", "Failed", "Broken", "Skipped", "Not run", "Progress", "Pass rate")
 
 
@@ -28,7 +30,7 @@ def text(value: Any, limit: int = MAX_CELL) -> str:
     """A value as Latin-1 text the core fonts can draw, cut to ``limit`` characters."""
     if value is None:
         return ""
-    out = str(value).translate(_LOOK_ALIKES)
+    out = _CONTROL.sub(" ", str(value).translate(_LOOK_ALIKES))
     if len(out) > limit:
         out = out[: limit - 3] + "..."
     return out.encode("latin-1", "replace").decode("latin-1")
@@ -191,20 +193,87 @@ def _trend(pdf: FPDF, report: Report) -> None:
 
 
 def _table(pdf: FPDF, heads: tuple[str, ...], rows: list[list[str]], first_widths: tuple[float, ...],
-           empty: str = "None.") -> None:
+           empty: str = "None.", max_lines: int = 3) -> None:
+    """A table drawn with ``text()`` calls and lines: fpdf2's own table lays out every cell with its
+    full line breaker (about a millisecond a cell, three seconds for this report); here a cell is
+    wrapped once with the core font's character widths, at most ``max_lines`` lines, then drawn."""
     if not rows:
         _note(pdf, empty)
         return
     usable = pdf.w - pdf.l_margin - pdf.r_margin
     rest = (usable - sum(first_widths)) / max(len(heads) - len(first_widths), 1)
     widths = (*first_widths, *[rest] * (len(heads) - len(first_widths)))
-    pdf.set_font("Helvetica", size=8)
-    pdf.set_text_color(31, 35, 40)
     pdf.set_draw_color(208, 215, 222)
     pdf.set_line_width(0.2)
-    heading = FontFace(emphasis="BOLD", fill_color=(246, 248, 250))
-    with pdf.table(col_widths=widths, width=usable, headings_style=heading, line_height=4.2,
-                   text_align="LEFT", first_row_as_headings=True) as table:
-        table.row(list(heads))
-        for values in rows:
-            table.row(values)
+    _row(pdf, list(heads), widths, 1)
+    for values in rows:
+        _row(pdf, values, widths, max_lines, heads=list(heads))
+
+
+_LINE = 3.6  # mm per line at 8 pt
+_PAD = 1.0
+
+
+def _row(pdf: FPDF, values: list[str], widths: tuple[float, ...], max_lines: int,
+         heads: list[str] | None = None) -> None:
+    """Draws one row (``heads`` None: the headings row); on a new page the headings come first."""
+    bold = heads is None
+    cells = [wrap(value, width - 2 * _PAD, 8, max_lines, bold=bold)
+             for value, width in zip(values, widths, strict=True)]
+    height = max(len(lines) for lines in cells) * _LINE + _PAD
+    if pdf.get_y() + height > pdf.h - pdf.b_margin:
+        pdf.add_page()
+        if heads is not None:
+            _row(pdf, heads, widths, 1)
+    y, x = pdf.get_y(), pdf.l_margin
+    if bold:
+        pdf.set_fill_color(246, 248, 250)
+        pdf.rect(x, y, sum(widths), height, style="F")
+    pdf.set_font("Helvetica", style="B" if bold else "", size=8)
+    pdf.set_text_color(31, 35, 40)
+    for lines, width in zip(cells, widths, strict=True):
+        for number, line in enumerate(lines, start=1):
+            pdf.text(x + _PAD, y + number * _LINE - 0.6, line)
+        x += width
+    pdf.line(pdf.l_margin, y + height, pdf.l_margin + sum(widths), y + height)
+    pdf.set_y(y + height)
+
+
+_CHAR_WIDTHS = CORE_FONTS_CHARWIDTHS["helvetica"]
+_BOLD_WIDTHS = CORE_FONTS_CHARWIDTHS["helveticaB"]
+
+
+def wrap(value: str, width: float, size: float, max_lines: int, *, bold: bool = False) -> list[str]:
+    """``value`` broken into lines no wider than ``width`` mm at ``size`` pt (at spaces when a line
+    has one, else anywhere); past ``max_lines`` the last line ends with "..."."""
+    widths = _BOLD_WIDTHS if bold else _CHAR_WIDTHS
+    limit = width * 72 / 25.4 * 1000 / size  # in the font's units (1/1000 of the size)
+    lines: list[str] = []
+    for paragraph in value.split("\n"):
+        line: list[str] = []
+        used = 0
+        space = -1
+        for char in paragraph:
+            char_width = widths.get(char, 556)
+            if used + char_width > limit and line:
+                if space > 0:
+                    lines.append("".join(line[:space]))
+                    line = line[space + 1:]
+                else:
+                    lines.append("".join(line))
+                    line = []
+                used = sum(widths.get(c, 556) for c in line)
+                space = -1
+                if len(lines) > max_lines:
+                    break
+            if char == " ":
+                space = len(line)
+            line.append(char)
+            used += char_width
+        if len(lines) > max_lines:
+            break
+        lines.append("".join(line))
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(0, len(lines[-1]) - 3)] + "..."
+    return lines or [""]
