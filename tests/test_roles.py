@@ -20,6 +20,7 @@ ROLES = ("viewer", "tester", "admin", "owner")
 # (method, path, least role). Ids in paths need not exist: the role check runs before the handler.
 UNSAFE_ROUTES = [
     ("POST", "/projects", "tester"),
+    ("POST", "/account/sessions", "viewer"),
     ("POST", "/projects/{id}/activate", "tester"),
     ("POST", "/cases/new", "tester"),
     ("POST", "/cases/{id}/edit", "tester"),

@@ -153,6 +153,7 @@ SESSION_API_ROUTES = [
     ("POST", "/api/results/{unlinked_result}/attachments", "file"),
 ]
 WEB_ROUTES = [
+    ("GET", "/settings/team/{member}/deactivate", None),
     ("GET", "/ai/generations/{generation}", None),
     ("POST", "/ai/generations/{generation}", {"keep": "0"}),
     ("POST", "/projects/{project}/activate", {}),

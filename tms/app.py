@@ -52,7 +52,7 @@ from tms.middleware import options_middleware, security_headers
 from tms.problems import EXCEPTION_HANDLERS
 from tms.reports import api as reports_api
 from tms.reports import web as reports_web
-from tms.services import accounts, retention
+from tms.services import accounts, audit, retention
 from tms.services import attachments as attachment_service
 from tms.services import flaky as flaky_service
 from tms.services.tokens import LastUsedTracker
@@ -204,6 +204,11 @@ async def _offer_setup(app: Litestar) -> None:
           "to create your team and admin account (link valid until a user exists).", flush=True)
 
 
+def _template_filters(engine: JinjaTemplateEngine) -> None:
+    """Filters every page may use: one reading of an audit entry's ``changes`` for all of them."""
+    engine.engine.filters["change_lines"] = audit.change_lines
+
+
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     db = database_for(config)
     token_usage = LastUsedTracker()
@@ -271,7 +276,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         exclude=["/api/v1", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
-    template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine)
+    template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine,
+                                     engine_callback=_template_filters)
 
     state = AppState.of(
         config=config,
