@@ -13,6 +13,7 @@ import itertools
 import json
 import secrets
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,31 +435,39 @@ def _folded_same(a: list[str], i: int, j: int, count: int, at_start: bool, at_en
     return rows
 
 
-_diffs: OrderedDict[tuple[str, str, int, int], asyncio.Task[LineDiff]] = OrderedDict()
-_diff_slots = asyncio.Semaphore(2)  # at most two diffs computing at once (each up to 32 MB of bits)
+_diffs: OrderedDict[tuple[str, str, int, int], LineDiff | asyncio.Task[LineDiff]] = OrderedDict()
+# at most two diffs computing at once (each up to 32 MB of bits); the others wait here, not in the
+# worker threads that imports and other pages share. One semaphore per event loop.
+_diff_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 async def _computed(old: str, new: str) -> LineDiff:
-    async with _diff_slots:
+    slots = _diff_slots.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(2))
+    async with slots:
         return await asyncio.to_thread(diff_rows, old, new)
 
 
 async def cached_diff(tenant_id: str, case_id: str, a: int, b: int, old: str, new: str) -> LineDiff:
-    """The diff of versions ``a`` and ``b`` of a case, computed once (concurrent views share it)."""
+    """The diff of versions ``a`` and ``b`` of a case, computed once in a worker thread (concurrent
+    views of the same pair wait for the same computation)."""
     key = (tenant_id, case_id, a, b)
-    task = _diffs.get(key)
-    if task is None:
-        task = asyncio.ensure_future(_computed(old, new))
-        _diffs[key] = task
+    entry = _diffs.get(key)
+    if isinstance(entry, LineDiff):
+        _diffs.move_to_end(key)
+        return entry
+    if entry is None or entry.get_loop() is not asyncio.get_running_loop():
+        entry = asyncio.ensure_future(_computed(old, new))
+        _diffs[key] = entry
         while len(_diffs) > DIFF_CACHE_SIZE:
             _diffs.popitem(last=False)
-    else:
-        _diffs.move_to_end(key)
     try:
-        return await asyncio.shield(task)
+        diff = await asyncio.shield(entry)
     except Exception:
         _diffs.pop(key, None)
         raise
+    if key in _diffs:
+        _diffs[key] = diff
+    return diff
 
 
 FIELD_LABELS = {"code": "Code", "title": "Title", "status": "Status", "priority": "Priority", "layer": "Layer",
