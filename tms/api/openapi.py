@@ -222,8 +222,14 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
 
 
 # A result item that is not a ResultIn does not fail the batch: it is rejected alone, in the 207 answer.
-ITEM_REJECTED_ALONE = {"description": "Any other item is rejected on its own: `errors` of the 207 answer names "
-                                      "its index and why (the valid items are stored)."}
+# (Any JSON without NUL would be true, but JSON Schema cannot say "no NUL at any depth": flat objects.)
+ITEM_REJECTED_ALONE = {
+    "description": "Any other item is rejected on its own: `errors` of the 207 answer names its index and why "
+                   "(the valid items are stored).",
+    "type": "object",
+    "propertyNames": {"pattern": r"^[^\u0000]*$"},
+    "additionalProperties": {"type": ["string", "number", "boolean", "null"], "pattern": r"^[^\u0000]*$"},
+}
 
 # Text holding NUL (U+0000) is refused everywhere (a 400 naming the field, tms.api.bodies): PostgreSQL
 # cannot store it. Except the free text of result items, stored with U+FFFD instead, and the search.
