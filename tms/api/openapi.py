@@ -217,7 +217,10 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
     for name in ("IngestBody", "ResultsBody"):
         results = components.get(name, {}).get("properties", {}).get("results")
         if results is not None and "items" in results:
-            results["items"] = {"anyOf": [results["items"], ITEM_REJECTED_ALONE]}
+            item = results["items"]
+            results["items"] = {"anyOf": [item, ITEM_REJECTED_ALONE]}
+            if name == "IngestBody":  # ingest stores a run only with a result: all items rejected is a 400
+                results["contains"] = item
     return dict(zip(types, refs, strict=True)), components
 
 
