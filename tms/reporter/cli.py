@@ -32,17 +32,23 @@ from tms.reporter.allure import AllureResults
 from tms.reporter.allure import is_container as is_allure_container
 from tms.reporter.ctrf import parse_ctrf
 from tms.reporter.cucumber import parse_cucumber
+from tms.reporter.dart import parse_dart
 from tms.reporter.detect import (
     ALLURE,
     ALLURE_NAMES,
     CTRF,
     CUCUMBER,
+    DART,
     FORMATS,
     GOTEST,
+    JEST,
     JUNIT,
+    MOCHA,
     NUNIT,
+    NUNIT2,
     PLAYWRIGHT,
     ROBOT,
+    RSPEC,
     TESTNG,
     TRX,
     XUNIT,
@@ -50,13 +56,17 @@ from tms.reporter.detect import (
 from tms.reporter.files import NoReports, Report, classify, expand
 from tms.reporter.gate import EXIT_GATE, GATES, GateError, classify_failures, describe, failed, fetch_clusters
 from tms.reporter.gotest import parse_gotest
+from tms.reporter.jest import parse_jest
 from tms.reporter.junit import parse_junit
 from tms.reporter.mapping import Item, to_items
+from tms.reporter.mocha import parse_mocha
 from tms.reporter.model import STATUSES, ReportError, TestOutcome, paused_gc, title_apart
 from tms.reporter.nunit import parse_nunit
+from tms.reporter.nunit2 import parse_nunit2
 from tms.reporter.playwright import parse_playwright
 from tms.reporter.projects import ProjectNotResolved, resolve_project
 from tms.reporter.robot import parse_robot
+from tms.reporter.rspec import parse_rspec
 from tms.reporter.testng import parse_testng
 from tms.reporter.trx import parse_trx
 from tms.reporter.upload import NetworkFailure, Reply, compress, post_ingest
@@ -251,6 +261,7 @@ def _check_settings(args: argparse.Namespace, url: str, token: str) -> str | Non
 PARSERS: dict[str, Callable[[str], list[TestOutcome]]] = {
     JUNIT: parse_junit, CUCUMBER: parse_cucumber, CTRF: parse_ctrf, PLAYWRIGHT: parse_playwright, TRX: parse_trx,
     NUNIT: parse_nunit, XUNIT: parse_xunit, TESTNG: parse_testng, ROBOT: parse_robot, GOTEST: parse_gotest,
+    NUNIT2: parse_nunit2, MOCHA: parse_mocha, JEST: parse_jest, RSPEC: parse_rspec, DART: parse_dart,
 }
 
 
