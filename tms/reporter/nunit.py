@@ -62,7 +62,7 @@ def parse_nunit(path: str) -> list[TestOutcome]:
         for event, tag, elem in xml_stream(path, _UNITS):
             if event == START:
                 if not opened and tag not in ("test-run", "test-suite"):
-                    hint = " (NUnit 2 format: write NUnit 3 XML)" if tag == "test-results" else ""
+                    hint = " (NUnit 2 format: read it as --format nunit2)" if tag == "test-results" else ""
                     raise ReportError(path, f"not an NUnit 3 report: root element <{tag}>{hint}", 1, not_a_report=True)
                 if tag == "test-suite":
                     above = suites[-1].path if suites else ()
