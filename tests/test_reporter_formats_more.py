@@ -448,3 +448,23 @@ def test_json_of_the_wrong_shape_names_the_json_path(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"testResults": [{"assertionResults": "x"}]}))
     with pytest.raises(ReportError, match=r"testResults\[0\]\.assertionResults"):
         PARSERS["jest"](str(bad))
+
+
+# --- source location: kept in the reporter's model, never sent -----------------------------------
+
+@pytest.mark.parametrize(("kind", "path", "name", "where"), [
+    ("junit", FIXTURES / "reports" / "pytest" / "junit.xml", None, ("sample_checkout.py", 5)),
+    ("playwright", FIXTURES / "playwright" / "playwright.json", None, ("shop.spec.mjs", 6)),
+    ("ctrf", FIXTURES / "ctrf" / "pytest-ctrf.json", None, ("sample_shop.py", None)),
+    ("mocha", MOCHA, "adds one item", ("/tmp/fix24/npm/mocha/cart.spec.js", None)),
+    ("jest", JEST, "adds one item", ("/tmp/fix24/npm/jest/cart.test.js", 4)),
+    ("rspec", RSPEC, "adds one item", ("./spec/cart_spec.rb", 5)),
+    ("dart", DART, "adds one item", ("file:///build/shop/test/cart_test.dart", 12)),
+])
+def test_source_location_is_kept_but_never_sent(kind: str, path: Path, name: str | None,
+                                                 where: tuple[str, int | None]) -> None:
+    outcomes = PARSERS[kind](str(path))
+    found = one(outcomes, name) if name else outcomes[0]
+    assert (found.location_file, found.location_line) == where
+    for item in to_items(outcomes):
+        assert not {"file", "line", "location", "location_file", "location_line"} & set(item.result)

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file, source_line
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -66,6 +66,7 @@ class _Test(msgspec.Struct):
     retryAttempts: list[_Attempt] | None = None
     attachments: list[_Attachment] | None = None
     filePath: Any = None
+    line: Any = None
     extra: Any = None
     parameters: Any = None
     stdout: Any = None
@@ -114,6 +115,8 @@ def _outcome(test: _Test, index: int, path: str, base: str, tool: str | None) ->
         tags=tags_of(test.tags if isinstance(test.tags, list) else ()),
         service_properties=_services(test.extra, test.parameters),
         source=path,
+        location_file=source_file(test.filePath),
+        location_line=source_line(test.line),
     )
     raw_status = str(test.rawStatus or "").lower()
     if status == "FAILED" and any(word in raw_status for word in ("setup", "teardown", "error", "broken")):

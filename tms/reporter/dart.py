@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file, source_line
 from tms.reporter.reading import cap, first_line
 
 _MAX_OUTPUT = 64_000  # per test kept while reading: a chatty test cannot grow the memory unbounded
@@ -54,6 +54,10 @@ class _Test(msgspec.Struct):
     name: Any = None
     suiteID: Any = None
     groupIDs: Any = None
+    line: Any = None
+    url: Any = None
+    root_line: Any = None
+    root_url: Any = None
 
 
 class _Event(msgspec.Struct):
@@ -87,6 +91,7 @@ class _Running:
     attempts: list[str] = field(default_factory=list)
     attempt_notes: list[str] = field(default_factory=list)
     full: str = ""  # the name as the runner writes it (groups included)
+    location: tuple[str | None, int | None] = (None, None)
     skip: str | None = None
     outcome: TestOutcome | None = None  # once done
 
@@ -197,7 +202,10 @@ def _start(event: _Event, suites: dict[Any, tuple[str, str]], groups: dict[Any, 
     else:
         name = full[len(innermost) + 1:] if innermost and full.startswith(innermost + " ") else full
     suite = (suite_path, *levels) if suite_path else tuple(levels)
-    return _Running(name.strip() or full.strip() or "(unnamed test)", suite, platform, event.time, full=full)
+    # the test's own file when it was declared elsewhere (`root_url`, a shared helper's test)
+    url, line = (test.root_url, test.root_line) if test.root_url else (test.url, test.line)
+    return _Running(name.strip() or full.strip() or "(unnamed test)", suite, platform, event.time, full=full,
+                    location=(source_file(url) or (suite_path or None), source_line(line)))
 
 
 def _group(group: _Group, groups: dict[Any, tuple[str, str]]) -> None:
@@ -267,7 +275,8 @@ def _done(running: _Running, event: _Event, path: str) -> None:
 
 
 def _finish(running: _Running, status: str, path: str) -> TestOutcome:
-    outcome = TestOutcome(name=running.name, status=status, suite_path=running.suite, framework="dart", source=path)
+    outcome = TestOutcome(name=running.name, status=status, suite_path=running.suite, framework="dart", source=path,
+                          location_file=running.location[0], location_line=running.location[1])
     outcome.attempts = list(running.attempts)
     outcome.notes.extend(running.attempt_notes)
     if status in ("FAILED", "BROKEN"):

@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file, source_line
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -60,6 +60,7 @@ class _Assertion(msgspec.Struct):
     invocations: Any = None
     retryReasons: Any = None
     tags: Any = None
+    location: Any = None
 
 
 class _File(msgspec.Struct):
@@ -97,12 +98,14 @@ def parse_jest(path: str) -> list[TestOutcome]:
         for number, assertion in enumerate(test_file.assertionResults):
             outcome = _outcome(assertion, file_suite, started, framework, path,
                                f"$.testResults[{index}].assertionResults[{number}]")
+            outcome.location_file = source_file(name)
             failed = failed or outcome.status == "FAILED"
             outcomes.append(outcome)
         if test_file.status == "failed" and not failed:
             message = strip_ansi(test_file.message if isinstance(test_file.message, str) else "").strip()
             outcome = TestOutcome(name="(test file failed)", status="BROKEN", suite_path=file_suite,
-                                  executed_at=started, framework=framework, source=path)
+                                  executed_at=started, framework=framework, source=path,
+                                  location_file=source_file(name))
             outcome.error_message = _message_line(message) or "the test file failed outside its tests"
             outcome.error_stack = cap(message) or None
             outcome.notes.append("the test file failed outside its tests (it could not load, or a hook failed)")
@@ -128,6 +131,8 @@ def _outcome(assertion: _Assertion, file_suite: tuple[str, ...], started: str | 
         framework=framework,
         tags=tags_of(assertion.tags if isinstance(assertion.tags, list) else ()),
         source=path,
+        # `--testLocationInResults` (jest), `includeTaskLocation` (Vitest): {"line": 12, "column": 5}
+        location_line=source_line(assertion.location.get("line")) if isinstance(assertion.location, dict) else None,
     )
     messages = [strip_ansi(m) for m in assertion.failureMessages or () if isinstance(m, str)] \
         if isinstance(assertion.failureMessages, list) else []

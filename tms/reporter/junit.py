@@ -29,7 +29,16 @@ from xml.etree.ElementTree import ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
-from tms.reporter.model import MAX_XML_DEPTH, ReportError, TestOutcome, fold_retries, paused_gc, too_deep
+from tms.reporter.model import (
+    MAX_XML_DEPTH,
+    ReportError,
+    TestOutcome,
+    fold_retries,
+    paused_gc,
+    source_file,
+    source_line,
+    too_deep,
+)
 
 # a failing test's own output goes into its stack; more than this is noise in a result page
 MAX_OUTPUT_CHARS = 16_000
@@ -193,6 +202,8 @@ def _testcase(elem: Any, suites: list[_Suite], framework: str | None, path: str)
         framework=framework,
         executed_at=to_utc_iso(elem.get("timestamp") or (suite.timestamp if suite is not None else None)),
         source=path,
+        location_file=source_file(elem.get("file")),
+        location_line=source_line(elem.get("line")),
     )
     declared = elem.get("status") or elem.get("result")
     if not len(elem):

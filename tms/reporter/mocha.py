@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file
 from tms.reporter.reading import cap, decode_json, first_line, non_negative_ms, read_json_bytes, strip_ansi
 
 _MAX_RETRIES = 100
@@ -113,6 +113,7 @@ def _outcome(test: _Test, status: str, where: str, path: str, started: str | Non
         executed_at=started,
         framework="mocha",
         source=path,
+        location_file=source_file(test.file),
     )
     err = test.err if isinstance(test.err, dict) else {}
     if status in ("FAILED", "BROKEN"):

@@ -88,6 +88,11 @@ class TestOutcome:
     source: str = ""  # file the test came from (for messages)
     # files the report references for this test, (name, path on disk): uploaded after the ingest
     attachments: list[tuple[str, str]] = field(default_factory=list)
+    # where the test is defined, when the report says so (JUnit `file`/`line`, CTRF `filePath`/`line`,
+    # Playwright's spec location, mocha/jest/RSpec/dart): kept by the reporter only, NOT sent in the
+    # ingest body (the service refuses unknown fields until it takes a location)
+    location_file: str | None = None
+    location_line: int | None = None
 
 
 class ReportError(Exception):
@@ -100,6 +105,22 @@ class ReportError(Exception):
         self.line = line
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {reason}")
+
+
+def source_line(value: object) -> int | None:
+    """A report's line number (an int, or digits in a string) when it is a plausible one."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10_000_000:
+        return value
+    return None
+
+
+def source_file(value: object) -> str | None:
+    """A report's source file path, as written (at most 1,000 characters)."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:1000]
+    return None
 
 
 RetryRule = Callable[[TestOutcome, TestOutcome], bool]

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.junit import to_utc_iso
-from tms.reporter.model import TestOutcome, paused_gc
+from tms.reporter.model import TestOutcome, paused_gc, source_file, source_line
 from tms.reporter.reading import (
     cap,
     decode_json,
@@ -79,6 +79,8 @@ class _Spec(msgspec.Struct):
     title: Any = None
     tags: Any = None
     tests: list[_Test] = []
+    file: Any = None
+    line: Any = None
 
 
 class _Suite(msgspec.Struct):
@@ -142,6 +144,8 @@ def _outcome(spec: _Spec, test: _Test, suite_path: tuple[str, ...], path: str, b
         tags=tags_of(spec.tags if isinstance(spec.tags, list) else ()),
         service_properties=services,
         source=path,
+        location_file=source_file(spec.file),
+        location_line=source_line(spec.line),
     )
     if len(results) > 1:
         outcome.attempts = [s if s != "PASSED" or test.status != "flaky" else "FAILED" for s in statuses[:-1]]

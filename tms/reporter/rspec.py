@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from tms.reporter.model import ReportError, TestOutcome, paused_gc
+from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file, source_line
 from tms.reporter.reading import cap, decode_json, first_line, read_json_bytes, strip_ansi
 
 _STATUS = {"passed": "PASSED", "failed": "FAILED", "pending": "SKIPPED"}
@@ -101,7 +101,8 @@ def _outcome(example: _Example, index: int, path: str) -> TestOutcome:
     duration = (round(run_time * 1000) if isinstance(run_time, (int, float)) and not isinstance(run_time, bool)
                 and 0 <= run_time < 1e12 else None)
     outcome = TestOutcome(name=name, status=status, suite_path=suite, duration_ms=duration, framework="rspec",
-                          source=path)
+                          source=path, location_file=source_file(example.file_path),
+                          location_line=source_line(example.line_number))
     error = example.exception
     if status == "FAILED" and error is not None:
         kind = error.kind if isinstance(error.kind, str) else ""
