@@ -127,6 +127,7 @@ def main() -> None:
                 samples, size = timed(api, f"/api/v1/runs/{run_id}/report", {"format": fmt},
                                       args.requests if fmt != "pdf" else max(5, args.requests // 2))
                 rows.append((f"run report {fmt}", TARGETS[fmt], samples, size))
+            middle = rss_kb(server)
             for fmt in ("junit", "ctrf", "csv"):
                 samples, size = timed(api, f"/api/v1/runs/{run_id}/export", {"format": fmt}, 5)
                 rows.append((f"run export {fmt}", None, samples, size))
@@ -142,7 +143,8 @@ def main() -> None:
         met = "-" if target is None else ("yes" if p50 < target else "**no**")
         shown = "-" if target is None else f"< {target * 1000:.0f} ms"
         print(f"| {label} | {shown} | {p50 * 1000:.1f} ms | {max(samples) * 1000:.1f} ms | {size:,} | {met} |")
-    print(f"\nserver RSS: {before / 1024:.0f} MB before the reports, {after / 1024:.0f} MB after")
+    print(f"\nserver RSS: {before / 1024:.0f} MB before the reports, {middle / 1024:.0f} MB after them, "
+          f"{after / 1024:.0f} MB after the exports")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Response, get
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import Stream
 
 from tms.api.auth import ApiRequest, requires
@@ -18,6 +19,11 @@ _REPORT_DESCRIPTION = (
 )
 
 
+# the 200 of format=json, in the OpenAPI document (html, pdf and csv answer files)
+_RESPONSES = {200: ResponseSpec(data_container=ReportEnvelope, description="The report (format=json); "
+                                "format=html, pdf and csv answer text/html, application/pdf and text/csv")}
+
+
 async def _report(request: ApiRequest, kind: ReportKind, target_id: str, fmt: str) -> Response[object]:
     service.check_format(fmt, REPORT_FORMATS)
     report = await service.build(db_of(request), request.user.tenant_id, kind, target_id)
@@ -31,19 +37,20 @@ async def _report(request: ApiRequest, kind: ReportKind, target_id: str, fmt: st
 
 @get("/runs/{run_id:str}/report", **requires("read"), summary="A run's report: json, html, pdf or csv",
      description=_REPORT_DESCRIPTION + " A run's report adds the trend against the previous run of the same "
-     "project and environment.", response_model=ReportEnvelope)
+     "project and environment.", responses=_RESPONSES)
 async def run_report(request: ApiRequest, run_id: str, format: str = "json") -> Response[object]:
     return await _report(request, "run", run_id, format)
 
 
 @get("/plans/{plan_id:str}/report", **requires("read"), summary="A test plan's report: json, html, pdf or csv",
-     description=_REPORT_DESCRIPTION)
+     description=_REPORT_DESCRIPTION, responses=_RESPONSES)
 async def plan_report(request: ApiRequest, plan_id: str, format: str = "json") -> Response[object]:
     return await _report(request, "plan", plan_id, format)
 
 
 @get("/milestones/{milestone_id:str}/report", **requires("read"),
-     summary="A milestone's report: json, html, pdf or csv", description=_REPORT_DESCRIPTION)
+     summary="A milestone's report: json, html, pdf or csv", description=_REPORT_DESCRIPTION,
+     responses=_RESPONSES)
 async def milestone_report(request: ApiRequest, milestone_id: str, format: str = "json") -> Response[object]:
     return await _report(request, "milestone", milestone_id, format)
 
