@@ -69,7 +69,7 @@ def test_every_fixture_is_detected_from_its_content(path: str, kind: str) -> Non
 
 def test_the_format_names_are_the_contract_s() -> None:
     assert FORMATS == ("junit", "cucumber", "ctrf", "playwright", "allure", "trx", "nunit", "xunit", "testng",
-                       "robot", "gotest")
+                       "robot", "gotest", "nunit2", "mocha", "jest", "rspec", "dart")
 
 
 def test_detection_ignores_names_and_reads_utf16_and_prolog(tmp_path: Path) -> None:
