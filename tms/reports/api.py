@@ -8,7 +8,7 @@ from litestar.response import Stream
 
 from tms.api.auth import ApiRequest, requires
 from tms.reports import service
-from tms.reports.models import REPORT_FORMATS, ReportEnvelope, ReportKind
+from tms.reports.models import REPORT_FORMATS, ExportFormat, ReportEnvelope, ReportFormat, ReportKind
 from tms.state import db_of
 
 _REPORT_DESCRIPTION = (
@@ -38,20 +38,20 @@ async def _report(request: ApiRequest, kind: ReportKind, target_id: str, fmt: st
 @get("/runs/{run_id:str}/report", **requires("read"), summary="A run's report: json, html, pdf or csv",
      description=_REPORT_DESCRIPTION + " A run's report adds the trend against the previous run of the same "
      "project and environment.", responses=_RESPONSES)
-async def run_report(request: ApiRequest, run_id: str, format: str = "json") -> Response[object]:
+async def run_report(request: ApiRequest, run_id: str, format: ReportFormat = "json") -> Response[object]:
     return await _report(request, "run", run_id, format)
 
 
 @get("/plans/{plan_id:str}/report", **requires("read"), summary="A test plan's report: json, html, pdf or csv",
      description=_REPORT_DESCRIPTION, responses=_RESPONSES)
-async def plan_report(request: ApiRequest, plan_id: str, format: str = "json") -> Response[object]:
+async def plan_report(request: ApiRequest, plan_id: str, format: ReportFormat = "json") -> Response[object]:
     return await _report(request, "plan", plan_id, format)
 
 
 @get("/milestones/{milestone_id:str}/report", **requires("read"),
      summary="A milestone's report: json, html, pdf or csv", description=_REPORT_DESCRIPTION,
      responses=_RESPONSES)
-async def milestone_report(request: ApiRequest, milestone_id: str, format: str = "json") -> Response[object]:
+async def milestone_report(request: ApiRequest, milestone_id: str, format: ReportFormat = "json") -> Response[object]:
     return await _report(request, "milestone", milestone_id, format)
 
 
@@ -60,7 +60,7 @@ async def milestone_report(request: ApiRequest, milestone_id: str, format: str =
      description="`format=junit|ctrf|csv`. JUnit and CTRF read back through `tms ingest` into an equal run (case "
      "codes as `@service('CODE')`, statuses, durations, messages, stacks; docs/reports.md lists the limits); "
      "CSV is a spreadsheet export (the reporter reads no CSV).")
-async def export_run(request: ApiRequest, run_id: str, format: str = "junit") -> Stream:
+async def export_run(request: ApiRequest, run_id: str, format: ExportFormat = "junit") -> Stream:
     export = await service.export_run(db_of(request), request.user.tenant_id, run_id, format)
     return Stream(export.chunks, media_type=export.media_type,
                   headers={"Content-Disposition": f'attachment; filename="{export.filename}"'})

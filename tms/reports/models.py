@@ -7,6 +7,8 @@ from typing import Literal
 import msgspec
 
 ReportKind = Literal["run", "plan", "milestone"]
+ReportFormat = Literal["json", "html", "pdf", "csv"]
+ExportFormat = Literal["junit", "ctrf", "csv"]
 REPORT_FORMATS: tuple[str, ...] = ("json", "html", "pdf", "csv")
 EXPORT_FORMATS: tuple[str, ...] = ("junit", "ctrf", "csv")
 
