@@ -103,6 +103,10 @@ def _owned_resources(victim: Tenant) -> Owned:
 
 # (method, path template, body kind); placeholders name Owned fields.
 API_ROUTES = [
+    ("GET", "/api/v1/runs/{run}/report", None),
+    ("GET", "/api/v1/plans/{plan}/report", None),
+    ("GET", "/api/v1/milestones/{milestone}/report", None),
+    ("GET", "/api/v1/runs/{run}/export", None),
     ("POST", "/api/v1/results/{result}/attachments", "file"),
     ("POST", "/api/v1/results/{unlinked_result}/attachments", "file"),
     ("GET", "/api/v1/attachments/{attachment}", None),
@@ -153,6 +157,12 @@ SESSION_API_ROUTES = [
     ("POST", "/api/results/{unlinked_result}/attachments", "file"),
 ]
 WEB_ROUTES = [
+    ("GET", "/runs/{run}/report", None),
+    ("GET", "/plans/{plan}/report", None),
+    ("GET", "/milestones/{milestone}/report", None),
+    ("GET", "/runs/{run}/report/download", None),
+    ("GET", "/plans/{plan}/report/download", None),
+    ("GET", "/milestones/{milestone}/report/download", None),
     ("GET", "/settings/team/{member}/deactivate", None),
     ("GET", "/ai/generations/{generation}", None),
     ("POST", "/ai/generations/{generation}", {"keep": "0"}),
