@@ -271,3 +271,16 @@ def test_a_full_disk_on_an_attachment_write_answers_507_and_keeps_nothing(
         again = client.post(f"/api/v1/results/{result['id']}/attachments",
                             files={"file": ("log.txt", b"a log line\n", "text/plain")})
         assert again.status_code == 201
+
+
+def test_a_whole_number_float_is_an_integer_as_the_openapi_document_allows(tenant: Tenant) -> None:
+    """JSON Schema's ``integer`` admits 2.0; a fractional position stays a 400 naming the field."""
+    project = tenant.create_project()
+    section = tenant.api.post("/api/v1/sections", json={"project_id": project["id"], "name": "A"})
+    assert section.status_code == 201, section.text
+    moved = tenant.api.patch(f"/api/v1/sections/{section.json()['data']['id']}", json={"position": 2.0})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["data"]["position"] == 2
+    problem = assert_problem(tenant.api.patch(f"/api/v1/sections/{section.json()['data']['id']}",
+                                              json={"position": 2.5}), 400)
+    assert "position" in str(problem)
