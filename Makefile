@@ -54,8 +54,9 @@ test-sqlite: install browser  ## the suite on SQLite only (two workers, a file p
 test-postgres: install browser postgres  ## the suite on a throwaway PostgreSQL cluster only
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
-lint: install  ## ruff, then the type checker (make typecheck alone runs only the latter)
+lint: install  ## ruff, the import contracts (.importlinter), then the type checker (make typecheck alone runs only the latter)
 	$(VENV)/bin/ruff check tms tests bench docs
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
 
 typecheck: install  ## mypy over tms/ (settings in pyproject.toml)

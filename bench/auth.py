@@ -28,7 +28,7 @@ from tests.conftest import ServerProcess, make_tenant_on, run_admin
 
 def token_verification_p50(db_path: Path, token: str, *, cached: bool, rounds: int = 3000) -> tuple[float, float]:
     """p50/p99 in ms of verify_token: from the cache, or with the cache cleared (one indexed read)."""
-    from tms.services.tokens import verified_tokens, verify_token
+    from tms.team.tokens.service import verified_tokens, verify_token
 
     async def measure(db) -> list[float]:
         timings = []

@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=30)
     args = parser.parse_args()
-    from tms.services import cases as case_service
+    from tms.library.cases import service as case_service
 
     with tempfile.TemporaryDirectory(prefix="tms-bench-cases-") as tmp:
         data = Path(tmp) / "data"

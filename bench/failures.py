@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import ServerProcess  # noqa: E402
+from tms.failures.fingerprints import fingerprint  # noqa: E402
 from tms.ids import new_id, new_ids, now_iso  # noqa: E402
-from tms.services.fingerprints import fingerprint  # noqa: E402
 
 FEATURE = "Feature: Bench\n  Scenario: one\n    Given a step\n"
 CAUSES = 40
@@ -125,7 +125,7 @@ def percentile(values: list[float], q: float) -> float:
 # Loaded by the "before" server's interpreter at start (sitecustomize): results are stored without a
 # fingerprint or known-issue bug, so no first-seen/daily rows and no partial-index entries either.
 PLAIN_SHIM = """
-import tms.services.failures as failures
+import tms.failures.service as failures
 
 
 def _stamp(self, status, message, stack, bug_key, bug_url):
@@ -319,7 +319,7 @@ def old_history(service: Service, project: str, codes: list[str], total: int) ->
 
 
 def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
-    """The same 100,000-result ingests in one process through tms.services.ingest, alternately with and
+    """The same 100,000-result ingests in one process through tms.runs.ingest.service, alternately with and
     without the write-time work of failure intelligence, timed in CPU seconds of the process (its SQLite
     threads included): on a VM whose load average is 10+, wall-clock medians of HTTP ingests vary 2-3x
     from one round to the next, CPU time far less.
@@ -332,10 +332,12 @@ def cpu_overhead(rounds: int = 4) -> list[tuple[str, str, str]]:
 
     from tms.db import Database
     from tms.db.sqlite import SqliteDatabase
-    from tms.models.projects import ProjectCreate
-    from tms.services import accounts, ingest, projects
-    from tms.services import failures as failure_service
-    from tms.services import fingerprints as fingerprint_module
+    from tms.failures import fingerprints as fingerprint_module
+    from tms.failures import service as failure_service
+    from tms.library.projects import service as projects
+    from tms.library.projects.models import ProjectCreate
+    from tms.runs.ingest import service as ingest
+    from tms.team import accounts
 
     def without(self: Any, status: str, message: Any, stack: Any, key: Any, url: Any) -> Any:
         return None, key, url

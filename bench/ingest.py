@@ -53,7 +53,7 @@ def proc_status(pid: int, key: str) -> int:
 
 def make_cases(server: ServerProcess, tenant: Tenant, project_id: str, count: int) -> list[str]:
     """Creates ``count`` library cases through the service (as the AI drafts do), in batches."""
-    from tms.services import cases as case_service
+    from tms.library.cases import service as case_service
 
     async def create(db: Any) -> list[str]:
         codes: list[str] = []

@@ -83,9 +83,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--import-rows", type=int, default=20_000)
     args = parser.parse_args()
-    from tms.models.sections import SectionCreate
-    from tms.services import cases as case_service
-    from tms.services import sections as section_service
+    from tms.library.cases import service as case_service
+    from tms.library.sections import service as section_service
+    from tms.library.sections.models import SectionCreate
 
     with tempfile.TemporaryDirectory(prefix="tms-bench-library-") as tmp:
         data = Path(tmp) / "data"

@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--library", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from tms.services import cases as case_service
+    from tms.library.cases import service as case_service
 
     rows: list[tuple[str, str, list[float]]] = []
     with tempfile.TemporaryDirectory(prefix="tms-bench-plans-") as tmp:

@@ -32,7 +32,7 @@ TARGETS = {"json": 0.100, "html": 0.300, "pdf": 2.0}
 
 
 def make_cases(server: ServerProcess, tenant: Tenant, project_id: str, count: int) -> list[str]:
-    from tms.services import cases as case_service
+    from tms.library.cases import service as case_service
 
     sections = [tenant.api.post("/api/v1/sections", json={"project_id": project_id, "name": f"Area {n}"})
                 .json()["data"]["id"] for n in range(20)]

@@ -110,7 +110,10 @@ def http_part(cases: int, requests: int) -> list[tuple[str, float, float]]:
 def audit_part(rounds: int) -> list[tuple[str, float, float, float]]:
     """(write, p50 with audit, p50 without, overhead %) measured in-process."""
     from tms.db.sqlite import SqliteDatabase
-    from tms.services import accounts, audit, ingest, results
+    from tms.runs.ingest import service as ingest
+    from tms.runs.results import service as results
+    from tms.team import accounts
+    from tms.team.audit import service as audit
 
     async def go() -> list[tuple[str, float, float, float]]:
         with tempfile.TemporaryDirectory() as directory:
@@ -127,8 +130,8 @@ def audit_part(rounds: int) -> list[tuple[str, float, float, float]]:
                     "is_e2e, automation_status, tags, tickets, created_at, updated_at) VALUES "
                     "(?, ?, ?, ?, ?, 'Feature: f', 'READY', 'MEDIUM', 0, 'MANUAL', '[]', '[]', 't', 't')",
                     [(cid, tenant, project_id, f"TC-{i}", f"case {i}") for i, cid in enumerate(case_ids)])
-            from tms.models.runs import RunCreate
-            from tms.services import runs
+            from tms.runs import service as runs
+            from tms.runs.models import RunCreate
             run = await runs.create_run(db, tenant, RunCreate(name="r", project_id=project_id))
             batch = json.dumps({"results": [{"test_case_code": f"TC-{i}", "status": "PASSED" if i % 3 else "FAILED",
                                              "duration_ms": i} for i in range(1000)]}).encode()

@@ -82,7 +82,7 @@ def free_ports(count: int) -> list[int]:
 
 def emit_events(server: ServerProcess, tenant_id: str, count: int) -> float:
     """Commits ``count`` test_run_result.failed events in one transaction; returns the commit time."""
-    from tms.services import events
+    from tms.notifications import events
 
     data = {"run_id": "bench", "run_name": "bench", "project_id": "p", "result_id": "r",
             "test_case_id": None, "test_case_code": None, "title": "t", "error_message": "boom",

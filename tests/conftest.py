@@ -224,7 +224,8 @@ _counter = iter(range(1, 10**9))
 
 
 def make_tenant_on(server: ServerProcess, name: str | None = None) -> Tenant:
-    from tms.services import accounts, tokens
+    from tms.team import accounts
+    from tms.team.tokens import service as tokens
 
     number = next(_counter)
     tenant_name = name or f"Tenant {number}"

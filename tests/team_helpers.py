@@ -23,7 +23,7 @@ class Member:
 
 
 def add_member(tenant: Tenant, role: str) -> Member:
-    from tms.services import accounts
+    from tms.team import accounts
 
     email = f"{role}{next(_numbers)}-{os.getpid()}-{time.time_ns()}@example.com"
     password = "member password 1"

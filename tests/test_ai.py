@@ -383,8 +383,8 @@ def test_quota_counts_this_month_only_and_stops_requests(team: Tenant, fake: Fak
 
 
 def test_quota_month_boundaries_in_the_service(ai_server: ServerProcess) -> None:
+    from tms.ai import quota as ai_quota
     from tms.config import load_config
-    from tms.services import ai_quota
 
     tenant = tenant_on(ai_server)
     config = load_config(None, {"TMS_AI_MONTHLY_QUOTA": "2"})
@@ -481,7 +481,7 @@ def test_pages_need_a_session_csrf_and_the_right_tenant(team: Tenant, ai_server:
 )
 def test_answers_are_read_leniently_into_whole_features(answer: str, titles: list[str]) -> None:
     from tms.ai.parse import parse_answer
-    from tms.services.gherkin import validate_gherkin
+    from tms.library.gherkin.service import validate_gherkin
 
     drafts = parse_answer(answer)
     assert [d.title for d in drafts] == titles

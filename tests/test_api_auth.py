@@ -54,7 +54,7 @@ def test_read_token_on_write_route_is_403(tenant: Tenant) -> None:
 
 
 def test_write_only_token_cannot_read(tenant: Tenant) -> None:
-    from tms.services import tokens
+    from tms.team.tokens import service as tokens
 
     new = run_admin(tenant.server.db_path, lambda db: tokens.create_token(db, tenant.id, "w", "write"))
     client = httpx.Client(base_url=tenant.server.url, headers={"Authorization": f"Bearer {new.token}"})
@@ -64,7 +64,7 @@ def test_write_only_token_cannot_read(tenant: Tenant) -> None:
 
 
 def test_revoked_token_stops_working_on_next_request(tenant: Tenant) -> None:
-    from tms.services import tokens
+    from tms.team.tokens import service as tokens
 
     client = tenant.client("read")
     assert client.get("/api/v1/me").status_code == 200

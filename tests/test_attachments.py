@@ -168,7 +168,7 @@ def test_each_allowed_type_round_trips(tenant: Tenant, name: str, content: bytes
         csp = download.headers["content-security-policy"]
         assert csp.startswith("sandbox") and "default-src 'none'" in csp
     else:  # the site-wide policy every response carries
-        from tms.middleware import CONTENT_SECURITY_POLICY
+        from tms.http.middleware import CONTENT_SECURITY_POLICY
 
         assert download.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
@@ -406,7 +406,7 @@ def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
 
 
 def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Tenant) -> None:
-    from tms.services.attachments import sweep_orphans
+    from tms.attachments.service import sweep_orphans
 
     keep_id = add_result(tenant)
     gone_id = add_result(tenant)
@@ -463,7 +463,7 @@ def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
 
 
 def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
-    from tms.services.attachments import MAX_FILES
+    from tms.attachments.service import MAX_FILES
 
     result_id = add_result(tenant)
     files = [(f"f{i}.txt", TXT, "text/plain") for i in range(MAX_FILES + 1)]
@@ -473,7 +473,7 @@ def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
 
 
 def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant) -> None:
-    from tms.services.attachments import delete_attachment_files_for, delete_attachments_in
+    from tms.attachments.service import delete_attachment_files_for, delete_attachments_in
 
     first, second = add_result(tenant), add_result(tenant)
     a = upload(tenant.api, first, ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain")).json()["data"]
@@ -506,7 +506,7 @@ def test_results_list_carries_attachments(tenant: Tenant) -> None:
 
 
 def test_swept_unlinked_results_lose_their_attachments(start_server) -> None:
-    from tms.services.attachments import sweep_orphans
+    from tms.attachments.service import sweep_orphans
 
     server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)

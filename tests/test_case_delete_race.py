@@ -16,9 +16,9 @@ import pytest
 from tests.conftest import Tenant, run_admin
 from tests.test_cases import new_case
 from tests.test_ingest import results_of
-from tms.services import cases as case_service
-from tms.services import ingest as ingest_service
-from tms.services import results as result_service
+from tms.library.cases import service as case_service
+from tms.runs.ingest import service as ingest_service
+from tms.runs.results import service as result_service
 
 
 def delete_after_lookup(monkeypatch: pytest.MonkeyPatch, module: Any, tenant: Tenant, code: str) -> None:

@@ -213,7 +213,7 @@ def test_cli_exports_and_imports(tenant: Tenant, tmp_path: Path) -> None:
 
 
 def test_a_big_file_is_checked_in_worker_processes_with_the_same_verdicts(tenant: Tenant) -> None:
-    """3,000+ distinct texts: the Gherkin is checked in worker processes (tms.services.gherkin_batch), before the
+    """3,000+ distinct texts: the Gherkin is checked in worker processes (tms.library.gherkin.batch), before the
     write transaction; the bad rows are named exactly as the in-process check names them."""
     project = tenant.create_project()
     broken = "Feature: Broken\n  Scenario: s\n    Given a step\n  this line is not Gherkin\n"

@@ -261,8 +261,8 @@ def test_bad_list_parameters_are_400(tenant: Tenant, params: dict) -> None:
 def test_services_create_cases_in_one_transaction(tenant: Tenant) -> None:
     """create_cases (used by AI drafts) writes every case or none."""
     from tests.conftest import run_admin
-    from tms.services import cases as case_service
-    from tms.services.errors import InvalidInput
+    from tms.errors import InvalidInput
+    from tms.library.cases import service as case_service
 
     async def create(db: Any) -> list[Any]:
         made = await case_service.create_cases(db, tenant.id, [

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tms.failures.fingerprints import fingerprint, normalise, of_result, top_frames
 from tms.reporter.cucumber import parse_cucumber
 from tms.reporter.junit import parse_junit
 from tms.reporter.model import TestOutcome
-from tms.services.fingerprints import fingerprint, normalise, of_result, top_frames
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 

@@ -195,7 +195,8 @@ def _in_process(tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
 
 
 def _token(client: TestClient) -> str:
-    from tms.services import accounts, tokens
+    from tms.team import accounts
+    from tms.team.tokens import service as tokens
 
     async def make() -> str:
         db = client.app.state.db
@@ -243,7 +244,7 @@ def test_a_full_database_answers_507_and_keeps_serving_reads(tmp_path: Path) -> 
 def test_a_full_disk_on_an_attachment_write_answers_507_and_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tms.services import attachments
+    from tms.attachments import service as attachments
 
     client, _ = _in_process(tmp_path)
     with client:

@@ -261,8 +261,8 @@ def test_a_body_above_the_default_10_mb_limit_is_accepted_on_ingest(tenant: Tena
 
 def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
     """The 413 for a gzip bomb, checked in-process (a 200 MB bomb over HTTP would only cost time)."""
-    from tms.api.bodies import gunzip
-    from tms.services.errors import InvalidInput, TooLarge
+    from tms.errors import InvalidInput, TooLarge
+    from tms.http.bodies import gunzip
 
     bomb = gzip.compress(b"0" * 10_000)
     with pytest.raises(TooLarge):
@@ -274,8 +274,8 @@ def test_gunzip_caps_the_inflated_size_and_accepts_several_members() -> None:
 
 
 def test_gunzip_bounds_members_and_reads_any_slicing() -> None:
-    from tms.api.bodies import MAX_GZIP_MEMBERS, gunzip
-    from tms.services.errors import InvalidInput
+    from tms.errors import InvalidInput
+    from tms.http.bodies import MAX_GZIP_MEMBERS, gunzip
 
     empty = gzip.compress(b"", mtime=0)
     assert gunzip(gzip.compress(b"a") + empty * (MAX_GZIP_MEMBERS - 1), limit=10) == b"a"
@@ -307,7 +307,7 @@ def test_gzip_bodies_wait_for_an_inflation_slot() -> None:
     """At most ``inflation_slots`` gzip bodies are inflated and held at once; the next one waits."""
     from types import SimpleNamespace
 
-    from tms.api.bodies import request_body
+    from tms.http.bodies import request_body
 
     async def scenario() -> list[str]:
         slots = asyncio.Semaphore(2)

@@ -45,7 +45,7 @@ def edited(name: str, **changes: Any) -> bytes:
 
 
 def create_integration(tenant: Tenant, kind: str, repository: str | None = None) -> tuple[str, str]:
-    from tms.services import integrations
+    from tms.integrations import service as integrations
 
     created = run_admin(
         tenant.server.db_path,
@@ -542,7 +542,7 @@ def test_flag_for_retest_button(server: ServerProcess, tenant: Tenant, other_ten
 
 
 def test_retest_queue_for_the_dashboard(server: ServerProcess, tenant: Tenant) -> None:
-    from tms.services import retest
+    from tms.failures.retest import service as retest
 
     web_shop, mobile = tenant.create_project("Web shop"), tenant.create_project("Mobile")
     first = create_case(tenant, web_shop["id"])

@@ -22,7 +22,7 @@ import httpx
 from tests.conftest import Tenant, assert_problem, connect_db
 from tests.latency import while_attacking
 from tests.test_failures import audit_entries
-from tms.services.patterns import MAX_PATTERNS_PER_PROJECT, MAX_PROGRAM_SIZE, compile_pattern
+from tms.failures.known_issues.patterns import MAX_PATTERNS_PER_PROJECT, MAX_PROGRAM_SIZE, compile_pattern
 
 ATTACK_PATTERN = ".{0,1000}.{0,1000}.{0,1000}Q"
 # the heaviest of its kind the limit accepts: 1,985 RE2 instructions

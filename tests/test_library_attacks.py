@@ -259,7 +259,7 @@ def test_nul_in_a_csv_import_is_a_row_error_or_replaced_in_free_text(tenant: Ten
 
 
 def _second_user(tenant: Tenant) -> Tenant:
-    from tms.services import accounts
+    from tms.team import accounts
 
     email = f"second-{os.getpid()}-{time.time_ns()}@example.com"
     run_admin(tenant.server.db_path, lambda db: accounts.create_user(db, tenant.id, email, tenant.password))
@@ -316,7 +316,7 @@ def test_preview_of_a_file_over_the_limits_is_a_form_error(tenant: Tenant) -> No
 
 
 def test_neutralise_and_restore_are_exact_inverses() -> None:
-    from tms.services.case_io import neutralise, restore
+    from tms.library.transfer.service import neutralise, restore
 
     values = ["", "x", "'", "''", "'''", "'x", "''x", "=", "'=", "''=", "+1", "'+1", "-", "@a", "'@a", "\t", "'\t",
               "\r\n", "'\r", " =1", "'quoted'"]

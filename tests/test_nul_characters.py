@@ -258,7 +258,7 @@ def _in_process(server: ServerProcess, action: Callable[[Any], Any]) -> Any:
 
 def test_the_database_refuses_a_nul_parameter_on_both_backends(server: ServerProcess) -> None:
     """The backstop under every check above: text with NUL never reaches either database."""
-    from tms.services.errors import InvalidInput
+    from tms.errors import InvalidInput
 
     async def write(db: Any) -> str:
         try:
@@ -283,7 +283,7 @@ def test_the_database_refuses_a_nul_parameter_on_both_backends(server: ServerPro
 @pytest.mark.parametrize("how", ["copy", "executemany", "json", "array"])
 def test_postgres_refusing_nul_in_a_bulk_write_is_invalid_input(server: ServerProcess, how: str) -> None:
     """Bulk paths are not scanned (cost); PostgreSQL's refusal there is the same 400, never a 500."""
-    from tms.services.errors import InvalidInput
+    from tms.errors import InvalidInput
 
     async def write(db: Any) -> str:
         try:

@@ -155,7 +155,7 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
         conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old_run,))
 
     from tms.config import load_config
-    from tms.services import retention
+    from tms.runs.retention import service as retention
 
     config = load_config(None, {**storage_env(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
     removed = run_admin(srv.db_path, lambda db: retention.sweep_old_runs(db, config, 10))

@@ -17,7 +17,7 @@ from tests.conftest import Tenant, assert_problem, connect_db
 from tests.latency import while_attacking
 from tests.test_case_import import csv_of, upload
 from tests.test_runs import new_run
-from tms.services.gherkin import EXPANDED_STEPS_LIMIT, STEPS_PAGE_SIZE
+from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, STEPS_PAGE_SIZE
 
 SMALL = "Feature: Checkout\n  Scenario: pay\n    Given a cart\n"
 

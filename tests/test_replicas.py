@@ -18,7 +18,7 @@ import pytest
 from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, make_tenant_on, run_admin
 from tests.webhook_receiver import Receiver
-from tms.services import tokens as token_service
+from tms.team.tokens import service as token_service
 
 pytestmark = pytest.mark.skipif(not postgres_cluster.selected(), reason="replicas share a PostgreSQL database")
 

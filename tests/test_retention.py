@@ -83,7 +83,7 @@ def _unlinked_on_dashboard(tenant: Tenant, project_id: str) -> str:
 
 def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProcess]) -> None:
     from tms.config import Config
-    from tms.services import retention
+    from tms.runs.retention import service as retention
 
     server = start_server()
     first, second = make_tenant_on(server), make_tenant_on(server)
@@ -100,7 +100,7 @@ def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProce
 
 
 def test_sweep_deletes_in_batches(tenant: Tenant, monkeypatch: Any) -> None:
-    from tms.services import retention
+    from tms.runs.retention import service as retention
 
     run_id = report(tenant, unlinked=25)
     age_unlinked_rows(tenant, run_id, days=60)
@@ -117,7 +117,7 @@ def test_the_servers_own_sweep_runs_soon_after_start(start_server: Callable[...,
     import asyncio
 
     from tms.config import Config
-    from tms.services import retention
+    from tms.runs.retention import service as retention
 
     tenant = make_tenant_on(start_server())
     run_id = report(tenant, unlinked=3)
@@ -140,7 +140,7 @@ def test_removing_an_old_run_clears_the_failure_fingerprints_references_to_it(te
     """retention.runs_days removes whole runs: a fingerprint first or last seen in one keeps its times and
     counts, but names no removed run (NULL), and the pages and the API that link to those runs still work."""
     from tms.config import load_config
-    from tms.services import retention
+    from tms.runs.retention import service as retention
 
     project = tenant.create_project()["id"]
 

@@ -18,7 +18,7 @@ from standardwebhooks import Webhook
 from tests.conftest import ServerProcess, assert_problem, make_tenant_on, storage_env
 from tests.webhook_receiver import Receiver
 from tms.config import load_config
-from tms.webhooks import delivery, safety, signing
+from tms.notifications import delivery, safety, signing
 
 
 @pytest.fixture
@@ -168,10 +168,10 @@ def test_production_sends_only_to_https(receiver: Receiver) -> None:
 
 def test_production_accepts_only_https_subscriptions(tmp_path: Path) -> None:
     from tms.db import database_for
-    from tms.models.webhooks import SubscriptionCreate, SubscriptionUpdate
-    from tms.services import accounts
-    from tms.services import webhooks as service
-    from tms.services.errors import InvalidInput
+    from tms.errors import InvalidInput
+    from tms.notifications import service
+    from tms.notifications.models import SubscriptionCreate, SubscriptionUpdate
+    from tms.team import accounts
 
     config = load_config(
         None, {"TMS_SERVER_BASE_URL": "https://tms.example.com", **storage_env(tmp_path)}
@@ -263,7 +263,7 @@ def test_name_resolving_to_loopback_is_refused_when_sent_and_logged(
 
 
 def test_request_gauge_counts_http_requests_and_lingers() -> None:
-    from tms.webhooks.gauge import LINGER_SECONDS, RequestGauge
+    from tms.notifications.gauge import LINGER_SECONDS, RequestGauge
 
     gauge = RequestGauge()
     seen: list[int] = []

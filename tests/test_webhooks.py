@@ -93,7 +93,7 @@ def finished(item: dict[str, Any]) -> bool:
 
 def emit(server: ServerProcess, tenant_id: str, event: str, data: dict[str, Any], count: int = 1) -> None:
     """Writes events into the outbox from another process, as a service would in its transaction."""
-    from tms.services import events
+    from tms.notifications import events
 
     async def action(db: Any) -> None:
         async with db.transaction() as tx:

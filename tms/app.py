@@ -21,67 +21,69 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from tms import __version__
-from tms.api import attachments as attachments_api
-from tms.api import case_io as case_io_api
-from tms.api import cases as cases_api
-from tms.api import executions as executions_api
-from tms.api import failures as failures_api
-from tms.api import flaky as flaky_api
-from tms.api import ingest as ingest_api
-from tms.api import known_issues as known_issues_api
-from tms.api import me as me_api
-from tms.api import milestones as milestones_api
-from tms.api import operations as operations_api
-from tms.api import plans as plans_api
-from tms.api import projects as projects_api
-from tms.api import quarantine as quarantine_api
-from tms.api import results as results_api
-from tms.api import retention as retention_api
-from tms.api import runs as runs_api
-from tms.api import sections as sections_api
-from tms.api import team as team_api
-from tms.api.auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
-from tms.api.bodies import inflation_slots
-from tms.api.openapi import JsonDocument
-from tms.api.query import check_request
-from tms.api.reference import ApiReferencePlugin
+from tms.ai import web as web_ai
+from tms.attachments import api as attachments_api
+from tms.attachments import service as attachment_service
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import database_for
-from tms.middleware import options_middleware, security_headers
-from tms.problems import EXCEPTION_HANDLERS
+from tms.db.settings import get_or_create_setting
+from tms.failures import api as failures_api
+from tms.failures import web as web_failures
+from tms.failures.flaky import api as flaky_api
+from tms.failures.flaky import service as flaky_service
+from tms.failures.known_issues import api as known_issues_api
+from tms.failures.quarantine import api as quarantine_api
+from tms.http.api_auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
+from tms.http.bodies import inflation_slots
+from tms.http.middleware import options_middleware, security_headers
+from tms.http.openapi import JsonDocument
+from tms.http.problems import EXCEPTION_HANDLERS
+from tms.http.query import check_request
+from tms.integrations import web as web_integrations
+from tms.library import web as web_library
+from tms.library.cases import api as cases_api
+from tms.library.cases import web as web_cases
+from tms.library.projects import api as projects_api
+from tms.library.projects import web as web_projects
+from tms.library.sections import api as sections_api
+from tms.library.transfer import api as case_io_api
+from tms.notifications import web as web_webhooks
+from tms.notifications import web_api as webhooks_api
+from tms.notifications.dispatcher import Dispatcher
+from tms.notifications.gauge import RequestGauge
+from tms.operations import api as operations_api
+from tms.operations.reference import ApiReferencePlugin
+from tms.planning.dashboard import web as web_home
+from tms.planning.milestones import api as milestones_api
+from tms.planning.milestones import web as web_milestones
+from tms.planning.plans import api as plans_api
+from tms.planning.plans import web as web_plans
 from tms.reports import api as reports_api
 from tms.reports import web as reports_web
-from tms.services import accounts, audit, retention
-from tms.services import attachments as attachment_service
-from tms.services import flaky as flaky_service
-from tms.services.tokens import LastUsedTracker
+from tms.runs import api as runs_api
+from tms.runs import web as web_runs
+from tms.runs.executions import api as executions_api
+from tms.runs.executions import web as web_execution
+from tms.runs.ingest import api as ingest_api
+from tms.runs.results import api as results_api
+from tms.runs.retention import api as retention_api
+from tms.runs.retention import service as retention
 from tms.state import AppState
-from tms.store import users as user_store
-from tms.store.sessions import SQLiteSessionStore
-from tms.store.settings import get_or_create_setting
-from tms.web import ai as web_ai
-from tms.web import audit as web_audit
-from tms.web import auth as web_auth
-from tms.web import cases as web_cases
-from tms.web import execution as web_execution
-from tms.web import failures as web_failures
-from tms.web import home as web_home
-from tms.web import integrations as web_integrations
-from tms.web import library as web_library
-from tms.web import milestones as web_milestones
-from tms.web import plans as web_plans
-from tms.web import projects as web_projects
-from tms.web import runs as web_runs
-from tms.web import team as web_team
-from tms.web import tokens as web_tokens
-from tms.web import webhooks as web_webhooks
-from tms.web import webhooks_api
-from tms.web.session import LoginRequired
-from tms.web.session_cookie import RotatingSessionConfig
-from tms.web.throttle import LoginThrottle
-from tms.webhooks.dispatcher import Dispatcher
-from tms.webhooks.gauge import RequestGauge
+from tms.team import accounts
+from tms.team import api as team_api
+from tms.team import store as user_store
+from tms.team import web as web_team
+from tms.team.audit import service as audit
+from tms.team.audit import web as web_audit
+from tms.team.me import api as me_api
+from tms.team.signin import web as web_auth
+from tms.team.signin.session import LoginRequired
+from tms.team.signin.session_cookie import RotatingSessionConfig
+from tms.team.signin.sessions import SQLiteSessionStore
+from tms.team.signin.throttle import LoginThrottle
+from tms.team.tokens import web as web_tokens
+from tms.team.tokens.service import LastUsedTracker
 
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024

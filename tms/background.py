@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tms.db import Database
+from tms.db import settings as settings_store
 from tms.ids import iso
-from tms.store import settings as settings_store
 
 log = logging.getLogger(__name__)
 

@@ -210,7 +210,7 @@ def _lock_data_dir(config: Config) -> Any:
 
 
 def _admin(config: Config, args: argparse.Namespace) -> int:
-    from tms.services.errors import DomainError
+    from tms.errors import DomainError
 
     try:
         if args.admin_command == "create-tenant":
@@ -234,7 +234,7 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _unlock_user(db: Any, email: str) -> str:
-    from tms.web.throttle import unlock
+    from tms.team.signin.throttle import unlock
 
     forgotten = await unlock(db, email)
     return f"sign-in for {email} is no longer throttled ({forgotten} failed attempts forgotten)"
@@ -269,14 +269,14 @@ def _run_with_db(config: Config, action: Callable[[Any], Awaitable[str]]) -> str
 
 
 async def _create_tenant(db: Any, name: str) -> str:
-    from tms.services import accounts
+    from tms.team import accounts
 
     return await accounts.create_tenant(db, name)
 
 
 async def _create_user(db: Any, tenant_id: str, email: str, password: str, role: str | None) -> str:
-    from tms.services import accounts
-    from tms.store import users as user_store
+    from tms.team import accounts
+    from tms.team import store as user_store
 
     user_id = await accounts.create_user(db, tenant_id, email, password, role)
     row = await user_store.get_user(db, user_id)
@@ -284,7 +284,7 @@ async def _create_user(db: Any, tenant_id: str, email: str, password: str, role:
 
 
 async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:
-    from tms.services import tokens
+    from tms.team.tokens import service as tokens
 
     new = await tokens.create_token(db, tenant_id, name, scopes)
     print(f"token {new.name} ({', '.join(new.scopes)}); shown once, store it now:")
@@ -292,7 +292,7 @@ async def _create_token(db: Any, tenant_id: str, name: str, scopes: str) -> str:
 
 
 async def _set_tenant_status(db: Any, tenant_id: str, status: str) -> str:
-    from tms.services import tenants
+    from tms.team.tenants import service as tenants
 
     await tenants.set_status(db, tenant_id, status)
     return f"tenant {tenant_id} is now {status}"

@@ -17,8 +17,8 @@ from litestar.datastructures import State
 if TYPE_CHECKING:
     from tms.config import Config
     from tms.db import Database
-    from tms.services.tokens import LastUsedTracker
-    from tms.web.throttle import LoginThrottle
+    from tms.team.signin.throttle import LoginThrottle
+    from tms.team.tokens.service import LastUsedTracker
 
 # any request or websocket, whatever its user, auth and handler types
 Connection = ASGIConnection[Any, Any, Any, Any]
@@ -31,7 +31,7 @@ class AppState(State):
     db: Database
     token_usage: LastUsedTracker  # tokens' last use, written in batches
     login_throttle: LoginThrottle
-    inflation_slots: asyncio.Semaphore  # gzip bodies inflated at once (tms.api.bodies)
+    inflation_slots: asyncio.Semaphore  # gzip bodies inflated at once (tms.http.bodies)
     setup_token: str | None  # the one-time token of the first-run setup page
     setup_done: bool  # a user exists: the setup page is closed
 

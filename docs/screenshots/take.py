@@ -128,7 +128,8 @@ def main() -> None:
             email, password = "lead@acme.example", "correct horse battery"
 
             async def team(db: object) -> str:
-                from tms.services import accounts, tokens
+                from tms.team import accounts
+                from tms.team.tokens import service as tokens
 
                 tenant_id = await accounts.create_tenant(db, "Acme QA")
                 await accounts.create_user(db, tenant_id, email, password)

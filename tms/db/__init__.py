@@ -14,7 +14,7 @@ Semantics both backends keep:
   PostgreSQL's own refusal of one in a bulk write (``executemany``, ``insert_rows``, a JSON or array
   parameter) becomes the same 400. The bulk paths are not scanned: a 100,000-result ingest passes some
   two million values (a scan costs ~50 ms of its ~2 s), and the bodies feeding them were already
-  checked (``tms.api.bodies``);
+  checked (``tms.http.bodies``);
 
 * one write transaction at a time (SQLite's single writer; on PostgreSQL a transaction-scoped
   advisory lock taken at ``BEGIN``), so read-then-write code in services stays correct with any
@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from tms.services.errors import text_with_nul
+from tms.errors import text_with_nul
 
 if TYPE_CHECKING:
     from tms.config import Config

@@ -39,8 +39,8 @@ from tms.db import Dialect, Params, Row, refuse_nul
 from tms.db.epochs import Epochs
 from tms.db.migrations import migration_files
 from tms.db.translate import to_postgres
+from tms.errors import text_with_nul
 from tms.ids import now_iso
-from tms.services.errors import text_with_nul
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 An adapter is pure (bytes and headers in, a ``TrackerEvent`` out): no database, no HTTP framework,
 so the documented payloads can be replayed against it directly. The service layer
-(``tms.services.integrations``) decides what a resolution means for the library.
+(``tms.integrations.service``) decides what a resolution means for the library.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import httpx
 from tms.reporter.model import RefusedPath
 from tms.reporter.reading import resolve_path
 
-# the service's allowed attachment types, by file extension (tms/services/filetypes.py)
+# the service's allowed attachment types, by file extension (tms/attachments/filetypes.py)
 ALLOWED_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "webp", "svg", "pdf", "txt", "log", "json", "zip", "mp4", "webm")
 MAX_PER_RESULT = 20  # the service's files per request; more files on one result are skipped
 USER_AGENT = "tms-reporter/0.1"

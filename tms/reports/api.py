@@ -6,7 +6,7 @@ from litestar import Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import Stream
 
-from tms.api.auth import ApiRequest, requires
+from tms.http.api_auth import ApiRequest, requires
 from tms.reports import service
 from tms.reports.models import REPORT_FORMATS, ExportFormat, ReportEnvelope, ReportFormat, ReportKind
 from tms.state import db_of

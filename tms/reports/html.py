@@ -1,6 +1,6 @@
 """A report as one self-contained HTML file: inline CSS, inline SVG charts, no script, no external
 asset (it opens offline and can be attached to a ticket). Rendered by Jinja with autoescape on, so
-every title, message and name is escaped; the charts escape their own texts (tms.web.charts).
+every title, message and name is escaped; the charts escape their own texts (tms.planning.dashboard.charts).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from tms.planning.dashboard.charts import COLORS, pass_rate_trend, stacked_runs
 from tms.reports.models import Counts, Report
-from tms.web.charts import COLORS, pass_rate_trend, stacked_runs
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tms.db import Database, Row
+from tms.errors import InvalidInput, NotFound
 from tms.ids import now_iso
 from tms.reports import export as export_format
 from tms.reports import store
@@ -32,7 +33,6 @@ from tms.reports.models import (
     Trend,
     TrendPoint,
 )
-from tms.services.errors import InvalidInput, NotFound
 
 CLUSTER_LIMIT = 50
 FAILURE_LIMIT = 200

@@ -10,12 +10,12 @@ from __future__ import annotations
 import msgspec
 from litestar import Response, Router, get
 
+from tms.errors import NotFound
+from tms.http.pages import AnyRequest, not_found, tenant_of
 from tms.reports import html, service
 from tms.reports.models import REPORT_FORMATS, Report, ReportEnvelope, ReportKind
-from tms.services.errors import NotFound
 from tms.state import db_of
-from tms.web.common import AnyRequest, not_found, tenant_of
-from tms.web.session import page_guard
+from tms.team.signin.session import page_guard
 
 _PLURAL = {"run": "runs", "plan": "plans", "milestone": "milestones"}
 

@@ -1,1 +1,0 @@
-"""The public /api/v1: thin controllers, one module per resource."""

@@ -1,0 +1,1 @@
+"""Attachments: uploads, their checks and their storage."""

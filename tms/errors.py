@@ -1,0 +1,94 @@
+"""Domain errors; the HTTP layer maps each to a problem-details status."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+
+class DomainError(Exception):
+    status_code = 400
+    title = "Bad Request"
+
+    def __init__(
+        self, detail: str, *, field: str | None = None, errors: list[dict[str, str]] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+        # several named problems at once ({field, message} each); else the one ``field`` above
+        self.errors = errors
+
+
+class InvalidInput(DomainError):
+    status_code = 400
+    title = "Invalid input"
+
+
+class NotFound(DomainError):
+    status_code = 404
+    title = "Not Found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    title = "Conflict"
+
+
+class TooLarge(DomainError):
+    status_code = 413
+    title = "Payload Too Large"
+
+
+class UnsupportedMediaType(DomainError):
+    status_code = 415
+    title = "Unsupported Media Type"
+
+
+class InsufficientStorage(DomainError):
+    """The disk (or the database's quota) is full: nothing was written; reads keep working."""
+
+    status_code = 507
+    title = "Insufficient Storage"
+
+
+DISK_FULL_DETAIL = ("The server's disk is full, so nothing was stored. Reading still works; try the write "
+                    "again once an administrator has freed space.")
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """SQLite's SQLITE_FULL ("database or disk is full") or a file write's ENOSPC/EDQUOT, raised
+    directly or as the cause of what was raised."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sqlite3.Error) and getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return True
+        if isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+NUL = "\x00"
+# what a NUL character (U+0000) in free text from test reports is stored as (tms.http.bodies)
+NUL_REPLACEMENT = "\ufffd"
+NUL_MESSAGE = "must not contain NUL characters (U+0000)"
+
+
+def text_with_nul() -> InvalidInput:
+    """The database's backstop (tms.db): PostgreSQL cannot store NUL in text, so neither backend takes it.
+
+    The API, the forms and the search remove or name NUL before this; reaching it means some other
+    input path let one through, which is still the client's 400, never a 500."""
+    return InvalidInput(f"Text {NUL_MESSAGE}.")
+
+
+def unreadable_json(exc: RecursionError | UnicodeDecodeError) -> str:
+    """Why msgspec (or ``json``) could not read a JSON text at all, errors it raises besides
+    ``DecodeError``: nested too deeply (a RecursionError), or not UTF-8."""
+    if isinstance(exc, RecursionError):
+        return "The JSON is nested too deeply."
+    return f"The JSON is not valid UTF-8 (byte {exc.start})."

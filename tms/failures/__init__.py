@@ -1,0 +1,1 @@
+"""Failure intelligence: fingerprints, clusters, compare, known issues, flaky, quarantine."""

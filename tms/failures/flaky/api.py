@@ -1,0 +1,19 @@
+"""/api/v1/flaky: tests whose outcome flips over a project's last runs."""
+
+from __future__ import annotations
+
+from litestar import get
+
+from tms.failures.flaky import service
+from tms.failures.flaky.models import FlakyList
+from tms.http.api_auth import ApiRequest, requires
+from tms.state import config_of, db_of
+
+
+@get("/flaky", **requires("read"), summary="Flaky tests of a project over its last `runs` runs (default 30)")
+async def list_flaky(request: ApiRequest, project_id: str,
+                     runs: int | None = None, limit: int | None = None, offset: int | None = None) -> FlakyList:
+    config = config_of(request)
+    tests, pagination = await service.list_flaky(db_of(request), request.user.tenant_id, project_id, runs,
+                                                 limit, offset, default_runs=config.get("flaky.runs"))
+    return FlakyList(data=tests, pagination=pagination)

@@ -1,0 +1,1 @@
+"""Known issues and their patterns."""

@@ -1,0 +1,1 @@
+"""Retest flags set by people and by the tracker loop."""

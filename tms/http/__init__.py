@@ -1,0 +1,1 @@
+"""HTTP plumbing every domain shares: auth guards, bodies, queries, pages, problems, paging."""

@@ -1,0 +1,165 @@
+"""Issue trackers: the inbound webhook, Settings → Integrations, and the "Flag for retest" button.
+
+- ``POST /api/integrations/{id}``: called by GitHub, GitLab or Jira. No session, no Bearer token:
+  the tracker's signature (or shared token) is the authentication. 401 before anything is recorded
+  when it is missing or wrong; 200 when handled, 202 when received but not about a resolved bug.
+- ``/settings/integrations``: list, create (the secret is shown once), details, new secret, delete.
+- ``POST /cases/{code}/retest``: flag a case by hand (or clear it) from a case page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, Router, get, post
+from litestar.response import Redirect, Template
+
+from tms.errors import DomainError, NotFound
+from tms.failures.retest import service as retest_service
+from tms.http.pages import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of
+from tms.integrations import KINDS
+from tms.integrations import service as integration_service
+from tms.state import config_of, db_of
+from tms.team.signin.session import needs_role, page_guard, safe_next
+
+# The secret crosses the redirect in the server-side session and is popped by the next GET, so it is
+# displayed exactly once and a reload never shows it again (as with API tokens).
+_SHOWN_ONCE_KEY = "new_integration_secret"
+# Tracker payloads are a few KB to a few hundred KB (Jira with many custom fields); refuse more.
+MAX_INBOUND_BYTES = 2 * 1024 * 1024
+
+
+@post("/{integration_id:str}", status_code=200, include_in_schema=False)
+async def inbound(request: Request[Any, Any, Any], integration_id: str) -> Response[dict[str, Any]]:
+    body = await request.body()
+    receipt = await integration_service.receive(
+        db_of(request), integration_id, request.headers, dict(request.query_params), body
+    )
+    return Response(receipt.body(), status_code=receipt.status_code)
+
+
+def inbound_router() -> Router:
+    return Router(path="/api/integrations", route_handlers=[inbound], include_in_schema=False,
+                  request_max_body_size=MAX_INBOUND_BYTES)
+
+
+def _base_url(request: AnyRequest) -> str:
+    return str(config_of(request).base_url)
+
+
+def _with_urls(request: AnyRequest, row: dict[str, Any]) -> dict[str, Any]:
+    item = dict(row)
+    item["inbound_url"] = integration_service.inbound_url(_base_url(request), row["id"])
+    item["kind_label"] = integration_service.KIND_LABELS[row["kind"]]
+    return item
+
+
+def _shown_once(request: AnyRequest, integration_id: str | None = None) -> dict[str, Any] | None:
+    if request.method != "GET":
+        return None
+    shown = request.session.get(_SHOWN_ONCE_KEY)
+    if not shown or (integration_id is not None and shown.get("id") != integration_id):
+        return None
+    request.session.pop(_SHOWN_ONCE_KEY, None)
+    return shown  # type: ignore[no-any-return]
+
+
+async def _list_page(request: AnyRequest, *, form: dict[str, str] | None = None,
+                     errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    rows = await integration_service.list_integrations(db_of(request), tenant_of(request))
+    shown = _shown_once(request)
+    template = render(
+        request, "integrations/list.html", status_code=status_code, active_nav="settings",
+        settings_nav="integrations", integrations=[_with_urls(request, r) for r in rows], shown=shown,
+        form=form or {"kind": "GITHUB"}, errors=errors or {}, kinds=KINDS,
+        kind_labels=integration_service.KIND_LABELS,
+    )
+    if shown:
+        template.headers["Cache-Control"] = "no-store"
+    return template
+
+
+@get("/")
+async def integrations_page(request: AnyRequest) -> Template:
+    return await _list_page(request)
+
+
+@post("/", status_code=303)
+async def create_integration(request: AnyRequest) -> Template | Redirect:
+    form, _ = await form_of(request)
+    form = {key: form.get(key, "") for key in ("kind", "name", "repository")}
+    try:
+        created = await integration_service.create_integration(
+            db_of(request), tenant_of(request), form["kind"], form["name"], form["repository"]
+        )
+    except DomainError as exc:
+        return await _list_page(request, form=form, errors=field_errors(exc, "name"), status_code=400)
+    integration = created.integration
+    request.session[_SHOWN_ONCE_KEY] = {"id": integration["id"], "secret": created.secret}
+    return done(request, f"/settings/integrations/{integration['id']}",
+                f"Integration “{integration['name']}” created. Copy its secret now: it is shown only once.")
+
+
+@get("/{integration_id:str}")
+async def integration_page(request: AnyRequest, integration_id: str) -> Template:
+    try:
+        row = await integration_service.get_integration(db_of(request), tenant_of(request), integration_id)
+    except NotFound as exc:
+        raise not_found("integration") from exc
+    deliveries = await integration_service.recent_deliveries(db_of(request), tenant_of(request), integration_id)
+    shown = _shown_once(request, integration_id)
+    template = render(request, "integrations/detail.html", active_nav="settings", settings_nav="integrations",
+                      integration=_with_urls(request, row), deliveries=deliveries, shown=shown)
+    if shown:
+        template.headers["Cache-Control"] = "no-store"
+    return template
+
+
+@post("/{integration_id:str}/secret", status_code=303)
+async def regenerate_secret(request: AnyRequest, integration_id: str) -> Redirect:
+    try:
+        secret = await integration_service.regenerate_secret(db_of(request), tenant_of(request), integration_id)
+    except NotFound as exc:
+        raise not_found("integration") from exc
+    request.session[_SHOWN_ONCE_KEY] = {"id": integration_id, "secret": secret}
+    return done(request, f"/settings/integrations/{integration_id}",
+                "New secret created. Update it in the tracker now: the old one no longer works.")
+
+
+@post("/{integration_id:str}/delete", status_code=303)
+async def delete_integration(request: AnyRequest, integration_id: str) -> Redirect:
+    try:
+        await integration_service.delete_integration(db_of(request), tenant_of(request), integration_id)
+    except NotFound as exc:
+        raise not_found("integration") from exc
+    return done(request, "/settings/integrations", "Integration deleted. Its webhook URL no longer works.")
+
+
+def settings_router() -> Router:
+    return Router(
+        path="/settings/integrations",
+        route_handlers=[integrations_page, create_integration, integration_page, regenerate_secret,
+                        delete_integration],
+        guards=[page_guard], include_in_schema=False, **needs_role("admin"),
+    )
+
+
+@post("/cases/{case_ref:str}/retest", status_code=303)
+async def flag_case(request: AnyRequest, case_ref: str) -> Redirect:
+    """Form fields: ``needs_retest`` ("true" to flag, "false" to clear), optional ``reason``, ``next``."""
+    form, _ = await form_of(request)
+    flag = form.get("needs_retest", "true").strip().lower() not in ("false", "0", "off", "")
+    try:
+        case = await retest_service.flag_case_by_hand(
+            db_of(request), tenant_of(request), case_ref, flag, form.get("reason") or None
+        )
+    except NotFound as exc:
+        raise not_found("test case") from exc
+    target = safe_next(form.get("next") or f"/cases/{case['code']}")
+    if flag:
+        return done(request, target, f"{case['code']} is in the retest queue.")
+    return done(request, target, f"{case['code']} is no longer waiting for a retest.")
+
+
+def cases_router() -> Router:
+    return Router(path="/", route_handlers=[flag_case], guards=[page_guard], include_in_schema=False)

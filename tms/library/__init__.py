@@ -1,0 +1,1 @@
+"""The library: projects, cases, sections, Gherkin, versions, import and export."""

@@ -1,0 +1,1 @@
+"""Test cases: their Gherkin, versions, search and bulk actions."""

@@ -1,0 +1,85 @@
+"""/api/v1/cases: the test library. ``{id}`` is a case's cuid or its code."""
+
+from __future__ import annotations
+
+from litestar import delete, get, patch, post
+from litestar.params import JSONBody
+
+from tms.errors import InvalidInput
+from tms.http.api_auth import ApiRequest, requires
+from tms.library.cases import service as case_service
+from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
+from tms.state import db_of
+
+
+@get(
+    "/cases",
+    **requires("read"),
+    summary="List and search test cases",
+    description="Filters (all combined): project_id, status, priority, automation_status, layer, tag (repeatable: "
+    "any of them), section_id (`none` = in no section; include_subsections=true widens it to the subtree), "
+    "needs_retest, q (words in title, code, Gherkin, tags and ticket keys; all must match). "
+    "sort: created_at (default), code, title, status, priority, automation_status, layer, updated_at; "
+    "order: asc (default) or desc. limit/offset paginate.",
+)
+async def list_cases(
+    request: ApiRequest,
+    project_id: str | None = None,
+    status: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+    needs_retest: bool | None = None,
+    q: str | None = None,
+    tag: list[str] | None = None,
+    priority: str | None = None,
+    automation_status: str | None = None,
+    layer: str | None = None,
+    section_id: str | None = None,
+    include_subsections: bool = False,
+    sort: str = "created_at",
+    order: str = "asc",
+) -> CaseList:
+    if order not in ("asc", "desc"):
+        raise InvalidInput("order must be asc or desc", field="order")
+    query = case_service.CaseQuery(
+        project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
+        q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
+        needs_retest=needs_retest, sort=sort, descending=order == "desc",
+    )
+    cases, pagination = await case_service.list_cases(
+        db_of(request), request.user.tenant_id, limit=limit, offset=offset, query=query
+    )
+    return CaseList(data=cases, pagination=pagination)
+
+
+@post("/cases", **requires("write"), summary="Create a test case (code given or TC-<n>)")
+async def create_case(request: ApiRequest, data: JSONBody[CaseCreate]) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.create_case(db_of(request), request.user.tenant_id, data))
+
+
+@get("/cases/{case_id:str}", **requires("read"), summary="Get a test case by cuid or code")
+async def get_case(request: ApiRequest, case_id: str) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.get_case(db_of(request), request.user.tenant_id, case_id))
+
+
+@patch("/cases/{case_id:str}", **requires("write"), summary="Change fields of a test case")
+async def update_case(
+    request: ApiRequest, case_id: str, data: JSONBody[CaseUpdate]
+) -> CaseEnvelope:
+    case = await case_service.update_case(db_of(request), request.user.tenant_id, case_id, data)
+    return CaseEnvelope(data=case)
+
+
+@delete("/cases/{case_id:str}", **requires("write"), summary="Delete a test case (its results stay)")
+async def delete_case(request: ApiRequest, case_id: str) -> None:
+    await case_service.delete_case(db_of(request), request.user.tenant_id, case_id)
+
+
+@get("/cases/{case_id:str}/versions", **requires("read"), summary="A test case's versions, newest first")
+async def list_versions(
+    request: ApiRequest, case_id: str, limit: int | None = None, offset: int | None = None
+) -> CaseVersionList:
+    versions, pagination = await case_service.list_versions(
+        db_of(request), request.user.tenant_id, case_id, limit=limit, offset=offset
+    )
+    return CaseVersionList(data=versions, pagination=pagination)

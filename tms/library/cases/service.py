@@ -1,0 +1,441 @@
+"""Test cases: codes, defaults, Gherkin validation and the library's CRUD.
+
+Other parts reuse these functions (the web UI, AI drafts through ``create_cases``), so every rule of
+the contract about cases lives here and not in a handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from tms.db import Database, Row, Transaction
+from tms.errors import Conflict, InvalidInput, NotFound
+from tms.failures.retest.service import set_needs_retest
+from tms.http.paging import check_choice, page_window
+from tms.ids import new_ids, now_iso
+from tms.library.cases import store as case_store
+from tms.library.cases import versions as version_store
+from tms.library.cases.models import (
+    CASE_STATUSES,
+    CODE_PATTERN,
+    Actor,
+    Case,
+    CaseCreate,
+    CaseUpdate,
+    CaseVersion,
+    Pagination,
+    Ticket,
+)
+from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin
+from tms.library.projects import store as project_store
+from tms.library.sections import store as section_store
+from tms.team.audit import service as audit
+from tms.team.tenants import store as tenant_store
+
+PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
+LAYERS = ("UI", "API", "INTEGRATION", "UNIT")
+AUTOMATION_STATUSES = ("MANUAL", "IN_PROGRESS", "AUTOMATED", "FLAKY", "ARCHIVED")
+# the fields a version records, and those a PATCH compares to decide whether anything changed
+VERSIONED = ("code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
+             "automation_status", "tags", "tickets", "section_id")
+
+CODE_RE = re.compile(CODE_PATTERN)
+_tickets_decoder = msgspec.json.Decoder(list[Ticket])
+_tags_decoder = msgspec.json.Decoder(list[str])
+_encoder = msgspec.json.Encoder()
+
+
+def case_from_row(row: Row) -> Case:
+    return Case(
+        id=row["id"],
+        code=row["code"],
+        title=row["title"],
+        bdd_content=row["bdd_content"],
+        project_id=row["project_id"],
+        status=row["status"],
+        priority=row["priority"],
+        layer=row["layer"],
+        is_e2e=bool(row["is_e2e"]),
+        automation_status=row["automation_status"],
+        tags=_tags_decoder.decode(row["tags"]),
+        tickets=_tickets_decoder.decode(row["tickets"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        needs_retest=bool(row.get("needs_retest")),
+        retest_reason=row.get("retest_reason"),
+        retest_bug_key=row.get("retest_bug_key"),
+        retest_flagged_at=row.get("retest_flagged_at"),
+        section_id=row.get("section_id"),
+        version=row.get("version") or 1,
+    )
+
+
+def actor_tuple() -> tuple[str, str | None, str]:
+    """Who the current request acts as, the way case_versions stores it."""
+    actor = audit.current_actor()
+    return actor.type, actor.id, actor.name
+
+
+async def record_versions(tx: Transaction, tenant_id: str, case_ids: list[str], at: str) -> None:
+    """Records the current state of these cases as their new version (same transaction as the write)."""
+    await version_store.snapshot(tx, tenant_id, case_ids, actor_tuple(), at)
+
+
+def _clean_tags(tags: list[str]) -> list[str]:
+    return list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
+
+
+def _clean_title(title: str) -> str:
+    title = title.strip()
+    if not title:
+        raise InvalidInput("title must not be blank", field="title")
+    return title
+
+
+def _as_create(body: CaseCreate | dict[str, Any]) -> CaseCreate:
+    if isinstance(body, CaseCreate):
+        return body
+    try:
+        return msgspec.convert(body, CaseCreate)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+async def _check_projects(tx: Transaction, tenant_id: str, project_ids: set[str]) -> None:
+    """An unknown project (or another tenant's) is a missing resource: 404, as for ids in paths."""
+    for project_id in sorted(project_ids):
+        if not await project_store.project_exists(tx, tenant_id, project_id):
+            raise NotFound(f"project {project_id} not found", field="project_id")
+
+
+async def _assign_codes(tx: Transaction, tenant_id: str, count: int) -> list[str]:
+    """``count`` fresh TC-<n> codes from the tenant's counter, skipping any a client already took."""
+    codes: list[str] = []
+    while len(codes) < count:
+        need = count - len(codes)
+        first = await tenant_store.next_case_numbers(tx, tenant_id, need)
+        candidates = [f"TC-{n}" for n in range(first, first + need)]
+        taken = await case_store.codes_taken(tx, tenant_id, candidates)
+        codes.extend(code for code in candidates if code not in taken)
+    return codes
+
+
+async def create_case(db: Database, tenant_id: str, body: CaseCreate | dict[str, Any]) -> Case:
+    return (await create_cases(db, tenant_id, [body]))[0]
+
+
+def check_creates(bodies: list[CaseCreate] | list[Any]) -> list[CaseCreate]:
+    """Validates every body (title, Gherkin, codes given twice); raises naming the index if several."""
+    many = len(bodies) > 1
+
+    def where(index: int, exc: InvalidInput) -> InvalidInput:
+        return InvalidInput(f"cases[{index}]: {exc.detail}", field=exc.field) if many else exc
+
+    creates: list[CaseCreate] = []
+    for index, raw in enumerate(bodies):
+        try:
+            body = _as_create(raw)
+            _clean_title(body.title)
+            validate_gherkin(body.bdd_content)
+        except InvalidInput as exc:
+            raise where(index, exc) from None
+        creates.append(body)
+    client_codes = [body.code for body in creates if body.code is not None]
+    duplicates = sorted({code for code in client_codes if client_codes.count(code) > 1})
+    if duplicates:
+        raise Conflict(f"code {duplicates[0]} is given more than once", field="code")
+    return creates
+
+
+def _gherkin_chars(bodies: list[CaseCreate] | list[Any]) -> int:
+    return sum(len(body.bdd_content) if isinstance(body, CaseCreate)
+               else len(str(body.get("bdd_content") or "")) if isinstance(body, dict) else 0
+               for body in bodies)
+
+
+async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | list[Any]) -> list[Case]:
+    """Creates all cases in one transaction or none (a bad one raises, naming its index if several)."""
+    # parsing costs ~2 us a character: long Gherkin is checked in a worker thread, off the event loop
+    if _gherkin_chars(bodies) < PARSE_THREAD_THRESHOLD:
+        creates = check_creates(bodies)
+    else:
+        creates = await asyncio.to_thread(check_creates, bodies)
+    async with db.transaction() as tx:
+        created = await insert_checked(tx, tenant_id, creates, now_iso())
+        if len(created) == 1:
+            await audit.record(tx, tenant_id, "case.created", "case", created[0].id,
+                               {"code": created[0].code, "title": created[0].title})
+        else:  # a bulk write (AI drafts saved): one entry with the count and the codes
+            await audit.record(tx, tenant_id, "case.created", "case", None,
+                               {"created": len(created), "codes": [case.code for case in created][:100]})
+    return created
+
+
+async def section_projects(tx: Transaction | Database, tenant_id: str, section_ids: set[str]) -> dict[str, str]:
+    """{section id: its project id}; an unknown section (or another tenant's) is a 404 naming section_id."""
+    rows = await section_store.get_many(tx, tenant_id, sorted(section_ids))
+    found = {row["id"]: row["project_id"] for row in rows}
+    for section_id in sorted(section_ids - set(found)):
+        raise NotFound(f"section {section_id} not found", field="section_id")
+    return found
+
+
+def _placed(project_id: str | None, section_id: str | None, sections: dict[str, str]) -> str | None:
+    """The case's project once its section is known: the section's, which a given project must match."""
+    if section_id is None:
+        return project_id
+    section_project = sections[section_id]
+    if project_id is not None and project_id != section_project:
+        raise InvalidInput(f"section {section_id} belongs to another project than {project_id}", field="section_id")
+    return section_project
+
+
+async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCreate], now: str) -> list[Case]:
+    """Inserts already checked bodies (see ``check_creates``) in the caller's transaction, with version 1."""
+    sections = await section_projects(tx, tenant_id, {b.section_id for b in creates if b.section_id is not None})
+    projects = [_placed(body.project_id, body.section_id, sections) for body in creates]
+    await _check_projects(tx, tenant_id, {p for p in projects if p is not None})
+    client_codes = [body.code for body in creates if body.code is not None]
+    taken = await case_store.codes_taken(tx, tenant_id, client_codes)
+    if taken:
+        raise Conflict(f"code {sorted(taken)[0]} is already used by another test case", field="code")
+    assigned = iter(await _assign_codes(tx, tenant_id, len(creates) - len(client_codes)))
+    ids = new_ids(len(creates))
+    rows = []
+    for case_id, body, project_id in zip(ids, creates, projects, strict=True):
+        rows.append((
+            case_id, tenant_id, body.code or next(assigned), _clean_title(body.title), body.bdd_content,
+            project_id, body.status, body.priority, body.layer, int(body.is_e2e),
+            body.automation_status, _encoder.encode(_clean_tags(body.tags)).decode(),
+            _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1,
+        ))
+    await case_store.insert_cases(tx, rows)
+    await record_versions(tx, tenant_id, ids, now)
+    return [
+        Case(id=row[0], code=row[2], title=row[3], bdd_content=row[4], project_id=row[5], status=row[6],
+             priority=row[7], layer=row[8], is_e2e=bool(row[9]), automation_status=row[10],
+             tags=_tags_decoder.decode(row[11]), tickets=list(body.tickets), created_at=now, updated_at=now,
+             section_id=row[15], version=1)
+        for row, body in zip(rows, creates, strict=True)
+    ]
+
+
+async def find_case_row(db: Database | Transaction, tenant_id: str, id_or_code: str) -> Row | None:
+    """A case by code when the value looks like one (codes start upper-case, cuids with 'c'), else by id."""
+    if CODE_RE.match(id_or_code):
+        return await case_store.get_case_by_code(db, tenant_id, id_or_code)
+    return await case_store.get_case(db, tenant_id, id_or_code)
+
+
+async def get_case(db: Database, tenant_id: str, id_or_code: str) -> Case:
+    row = await find_case_row(db, tenant_id, id_or_code)
+    if row is None:
+        raise NotFound(f"test case {id_or_code} not found")
+    return case_from_row(row)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseQuery:
+    """Filters of the library lists (API and UI). None = not filtered."""
+
+    project_id: str | None = None
+    status: str | None = None
+    priority: str | None = None
+    automation_status: str | None = None
+    layer: str | None = None
+    q: str | None = None
+    tags: tuple[str, ...] = ()
+    section_id: str | None = None  # "none": cases filed in no section
+    include_subsections: bool = False
+    needs_retest: bool | None = None
+    sort: str = "created_at"
+    descending: bool = False
+
+
+_WORD = re.compile(r"\w", re.UNICODE)
+
+
+def search_words(q: str) -> list[str]:
+    """The words of ``q`` a search looks for (all must match; the last one also as a prefix).
+
+    Double quotes are dropped and words without a letter or digit ignored (at most 20 words), so the
+    store can quote each one as an FTS5 phrase: nothing a user types is read as FTS5 syntax.
+    """
+    words = [w.replace('"', "") for w in q.split()]
+    return [w for w in words if _WORD.search(w)][:20]
+
+
+async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, offset: int,
+                  ids_only: bool = False) -> tuple[list[Row], int]:
+    check_choice(query.status, CASE_STATUSES, "status")
+    check_choice(query.priority, PRIORITIES, "priority")
+    check_choice(query.automation_status, AUTOMATION_STATUSES, "automation_status")
+    check_choice(query.layer, LAYERS, "layer")
+    if query.sort not in case_store.SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(case_store.SORTS)}", field="sort")
+    words = None
+    if query.q is not None and query.q.strip():
+        words = search_words(query.q)
+        if not words:
+            return [], 0
+    section_ids = section_range = None
+    unfiled = False
+    if query.section_id == "none":
+        unfiled = True
+    elif query.section_id is not None:
+        section = await section_store.get_section(db, tenant_id, query.section_id)
+        if section is None:
+            return [], 0  # an unknown section (or another tenant's) simply matches nothing, like project_id
+        if query.include_subsections:
+            low, high = section_store.subtree_bounds(section["path"])
+            section_range = (section["project_id"], low, high)
+        else:
+            section_ids = [section["id"]]
+    return await case_store.search_cases(
+        db, tenant_id,
+        equals={"project_id": query.project_id, "status": query.status, "priority": query.priority,
+                "automation_status": query.automation_status, "layer": query.layer},
+        words=words, tags=[t for t in query.tags if t] or None, section_ids=section_ids,
+        section_range=section_range, unfiled=unfiled, needs_retest=query.needs_retest,
+        sort=query.sort, descending=query.descending, limit=limit, offset=offset, ids_only=ids_only,
+    )
+
+
+async def list_cases(
+    db: Database,
+    tenant_id: str,
+    *,
+    project_id: str | None = None,
+    status: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+    needs_retest: bool | None = None,
+    query: CaseQuery | None = None,
+) -> tuple[list[Case], Pagination]:
+    """A page of the library (creation order unless ``query.sort`` says otherwise).
+
+    An unknown project_id or section_id simply matches nothing.
+    """
+    limit, offset = page_window(limit, offset)
+    if query is None:
+        query = CaseQuery(project_id=project_id, status=status, needs_retest=needs_retest)
+    rows, total = await _search(db, tenant_id, query, limit, offset)
+    return [case_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def matching_ids(db: Database, tenant_id: str, query: CaseQuery) -> list[str]:
+    """The ids of every case matching ``query`` (bulk actions on "all matching this filter")."""
+    rows, _ = await _search(db, tenant_id, query, 0, 0, ids_only=True)
+    return [row["id"] for row in rows]
+
+
+def _encoded_changes(body: CaseUpdate) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for field in body.__struct_fields__:
+        value = getattr(body, field)
+        if value is msgspec.UNSET or field == "needs_retest":
+            continue
+        if field == "title":
+            value = _clean_title(value)
+        elif field == "bdd_content":
+            validate_gherkin(value)
+        elif field == "is_e2e":
+            value = int(value)
+        elif field == "tags":
+            value = _encoder.encode(_clean_tags(value)).decode()
+        elif field == "tickets":
+            value = _encoder.encode(value).decode()
+        changes[field] = value
+    return changes
+
+
+async def _place_update(tx: Transaction, tenant_id: str, row: Row, changes: dict[str, Any]) -> None:
+    """Keeps project and section consistent: a section sets the project (a given one must match);
+    moving to another project without naming a section takes the case out of its old project's section."""
+    if changes.get("section_id") is not None:
+        sections = await section_projects(tx, tenant_id, {changes["section_id"]})
+        changes["project_id"] = _placed(changes.get("project_id"), changes["section_id"], sections)
+    elif "project_id" in changes and changes["project_id"] != row["project_id"] and "section_id" not in changes:
+        changes["section_id"] = None
+    if changes.get("project_id") is not None and changes["project_id"] != row["project_id"]:
+        await _check_projects(tx, tenant_id, {changes["project_id"]})
+
+
+AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "status", "priority", "layer",
+                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest")
+
+
+async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
+    """Changes the fields given; a change of anything makes a new version (none when nothing differs)."""
+    if body.bdd_content is msgspec.UNSET or len(body.bdd_content) < PARSE_THREAD_THRESHOLD:
+        changes = _encoded_changes(body)
+    else:  # a long Gherkin text is parsed in a worker thread, off the event loop
+        changes = await asyncio.to_thread(_encoded_changes, body)
+    async with db.transaction() as tx:
+        row = await find_case_row(tx, tenant_id, id_or_code)
+        if row is None:
+            raise NotFound(f"test case {id_or_code} not found")
+        if changes.get("code", row["code"]) == row["code"]:
+            changes.pop("code", None)
+        elif await case_store.codes_taken(tx, tenant_id, [changes["code"]]):
+            raise Conflict(f"code {changes['code']} is already used by another test case", field="code")
+        await _place_update(tx, tenant_id, row, changes)
+        changes = {field: value for field, value in changes.items() if row[field] != value}
+        if changes:
+            changes["updated_at"] = now_iso()
+            await case_store.update_case(tx, tenant_id, row["id"], changes)
+            await record_versions(tx, tenant_id, [row["id"]], changes["updated_at"])
+        if body.needs_retest is not msgspec.UNSET:
+            # the retest queue owns the flag and fires retest.required, in this transaction
+            await set_needs_retest(tx, db, tenant_id, row["id"], body.needs_retest)
+        updated = await case_store.get_case(tx, tenant_id, row["id"])
+        assert updated is not None
+        diff = audit.changes_between(row, updated, AUDITED_FIELDS)
+        if diff:
+            await audit.record(tx, tenant_id, "case.updated", "case", row["id"], diff)
+    return case_from_row(updated)
+
+
+def version_from_row(row: Row) -> CaseVersion:
+    return CaseVersion(
+        version=row["version"], code=row["code"], title=row["title"], bdd_content=row["bdd_content"],
+        status=row["status"], priority=row["priority"], layer=row["layer"], is_e2e=bool(row["is_e2e"]),
+        automation_status=row["automation_status"], tags=_tags_decoder.decode(row["tags"]),
+        tickets=_tickets_decoder.decode(row["tickets"]), section_id=row["section_id"],
+        project_id=row["project_id"],
+        changed_by=Actor(type=row["actor_type"], id=row["actor_id"], name=row["actor_name"]),
+        created_at=row["created_at"],
+    )
+
+
+async def list_versions(
+    db: Database, tenant_id: str, id_or_code: str, *, limit: int | None = None, offset: int | None = None
+) -> tuple[list[CaseVersion], Pagination]:
+    """The case's versions, newest first."""
+    row = await find_case_row(db, tenant_id, id_or_code)
+    if row is None:
+        raise NotFound(f"test case {id_or_code} not found")
+    limit, offset = page_window(limit, offset)
+    rows, total = await version_store.list_versions(db, tenant_id, row["id"], limit, offset)
+    return [version_from_row(r) for r in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def get_version(db: Database, tenant_id: str, case_id: str, version: int) -> CaseVersion | None:
+    row = await version_store.get_version(db, tenant_id, case_id, version)
+    return None if row is None else version_from_row(row)
+
+
+async def delete_case(db: Database, tenant_id: str, id_or_code: str) -> None:
+    """Removes the case from the library; its past results stay in their runs with code and status."""
+    async with db.transaction() as tx:
+        row = await find_case_row(tx, tenant_id, id_or_code)
+        if row is None:
+            raise NotFound(f"test case {id_or_code} not found")
+        await case_store.delete_case(tx, tenant_id, row["id"])
+        await audit.record(tx, tenant_id, "case.deleted", "case", row["id"],
+                           {"code": row["code"], "title": row["title"]})

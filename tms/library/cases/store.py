@@ -1,0 +1,497 @@
+"""SQL of the test_cases table; every query filters on tenant_id."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from tms.db import Database, Row, Transaction
+from tms.db.paging import equality_filters, page_in_creation_order
+
+COLUMNS = (
+    "id, code, title, bdd_content, project_id, status, priority, layer, is_e2e, automation_status, "
+    "tags, tickets, created_at, updated_at, section_id, version"
+)
+INSERT_COLUMNS = ("id", "tenant_id", *[c.strip() for c in COLUMNS.split(",")[1:]])
+# What reads return: the retest flag (migration 0008) is set and cleared by tms.failures.retest.service only.
+READ_COLUMNS = COLUMNS + ", needs_retest, retest_reason, retest_bug_key, retest_flagged_at"
+
+# Columns a PATCH may set (the dict keys given to update_case are checked against this).
+UPDATABLE = frozenset(
+    {"code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
+     "automation_status", "tags", "tickets", "section_id"}
+)
+
+
+async def get_case(db: Database | Transaction, tenant_id: str, case_id: str) -> Row | None:
+    return await db.fetch_one(f"SELECT {READ_COLUMNS} FROM test_cases WHERE tenant_id = ? AND id = ?",
+                              (tenant_id, case_id))
+
+
+async def get_case_by_code(db: Database | Transaction, tenant_id: str, code: str) -> Row | None:
+    return await db.fetch_one(f"SELECT {READ_COLUMNS} FROM test_cases WHERE tenant_id = ? AND code = ?",
+                              (tenant_id, code))
+
+
+async def list_cases(
+    db: Database, tenant_id: str, *, project_id: str | None, status: str | None, limit: int, offset: int,
+    needs_retest: bool | None = None,
+) -> tuple[list[Row], int]:
+    """One page of the library in creation order, and the total matching the filters."""
+    where, params = equality_filters(tenant_id, project_id=project_id, status=status)
+    if needs_retest is not None:
+        # a literal, not a parameter: only then can SQLite use the partial index of the retest queue
+        where.append("needs_retest = 1" if needs_retest else "needs_retest = 0")
+    return await page_in_creation_order(db, "test_cases", READ_COLUMNS, where, params, limit, offset)
+
+
+# Rows per INSERT statement of a bulk insert. One statement per row (executemany) costs a statement
+# savepoint per row, and on each one FTS5 writes its pending terms to disk as a new segment (the
+# insert trigger feeds test_cases_fts): 20,000 imported cases took ~10 s that way, ~2.8 s in
+# statements of 500 rows. 500 rows x 17 columns stays well under SQLite's 32,766 host parameters.
+INSERT_CHUNK = 500
+
+
+async def insert_cases(tx: Transaction, rows: Iterable[Sequence[Any]]) -> None:
+    """Rows in ``INSERT_COLUMNS`` order, in multi-row INSERT statements of ``INSERT_CHUNK`` rows."""
+    rows = list(rows)
+    one = "(" + ", ".join("?" * len(INSERT_COLUMNS)) + ")"
+    for start in range(0, len(rows), INSERT_CHUNK):
+        chunk = rows[start : start + INSERT_CHUNK]
+        await tx.execute(
+            f"INSERT INTO test_cases ({', '.join(INSERT_COLUMNS)}) VALUES {', '.join([one] * len(chunk))}",
+            [value for row in chunk for value in row],
+        )
+
+
+async def codes_taken(db: Database | Transaction, tenant_id: str, codes: list[str]) -> set[str]:
+    if not codes:
+        return set()
+    rows = await db.fetch_all(
+        "SELECT code FROM test_cases WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(codes)),
+    )
+    return {row["code"] for row in rows}
+
+
+async def update_case(tx: Transaction, tenant_id: str, case_id: str, changes: dict[str, Any]) -> int:
+    """Sets ``changes`` and counts a new version of the case (the caller records it in case_versions)."""
+    unknown = set(changes) - UPDATABLE - {"updated_at"}
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    assignments = ", ".join([*(f"{column} = ?" for column in changes), "version = version + 1"])
+    return await tx.execute(
+        f"UPDATE test_cases SET {assignments} WHERE tenant_id = ? AND id = ?",
+        (*changes.values(), tenant_id, case_id),
+    )
+
+
+async def delete_case(tx: Transaction, tenant_id: str, case_id: str) -> int:
+    return await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND id = ?", (tenant_id, case_id))
+
+
+_triples = msgspec.json.Decoder(list[tuple[str, str, str]])
+
+
+async def _resolve(db: Database | Transaction, sql: str, tenant_id: str, values: list[str]) -> list[Row]:
+    """(id, code, title) rows as dicts, fetched as ONE JSON array built by SQLite.
+
+    For a 20,000-result ingest this is the difference between 20,000 Python row objects (and dicts)
+    and a single string msgspec decodes in about a millisecond.
+    """
+    if not values:
+        return []
+    packed = await db.fetch_value(sql, (tenant_id, json.dumps(values)))
+    return [{"id": i, "code": c, "title": t} for i, c, t in _triples.decode(packed or "[]")]
+
+
+async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[str]) -> list[Row]:
+    """(id, code, title) of the cases with these codes; one query however many codes.
+
+    The codes travel as one JSON array parameter, so there is no host-parameter limit to chunk around.
+    """
+    return await _resolve(
+        db,
+        "SELECT json_group_array(json_array(id, code, title)) FROM test_cases "
+        "WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        tenant_id,
+        codes,
+    )
+
+
+async def versions_of(db: Database | Transaction, tenant_id: str, ids: list[str]) -> dict[str, int]:
+    """id -> current version of those of these case ids that exist in the tenant (one query)."""
+    if not ids:
+        return {}
+    rows = await db.fetch_all(
+        "SELECT id, version FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    )
+    return {row["id"]: row["version"] for row in rows}
+
+
+async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
+    # "+tenant_id": look ids up by primary key; otherwise the planner may walk the tenant's whole index
+    return await _resolve(
+        db,
+        "SELECT json_group_array(json_array(id, code, title)) FROM test_cases "
+        "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        tenant_id,
+        ids,
+    )
+
+
+# Sort keys of the library lists: what a request may name -> the SQL expression (never request text).
+PRIORITY_RANK = "CASE priority WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END"
+SORTS = {
+    "created_at": "rowid",
+    "code": "code",
+    "title": "title COLLATE NOCASE",
+    "status": "status",
+    "priority": PRIORITY_RANK,
+    "automation_status": "automation_status",
+    "layer": "layer",
+    "updated_at": "updated_at",
+}
+# The (tenant_id, project_id, <sort key>) index of each sort: a page of many matches sorted by it walks
+# the index in order and stops after the page, instead of reading and sorting every match.
+SORT_INDEXES = {
+    "title": "test_cases_project_title",
+    "status": "test_cases_tenant_project_status",
+    "priority": "test_cases_project_priority_rank",
+    "automation_status": "test_cases_project_automation",
+    "layer": "test_cases_project_layer",
+    "updated_at": "test_cases_project_updated",
+}
+# Below this many matches, reading them all and sorting is cheaper than walking a sort index.
+WALK_SORT_INDEX_FROM = 2000
+# A subtree of more sections than this is filtered by SQL (section ids), not by one FTS token each.
+MAX_SECTION_TOKENS = 500
+# Fields kept as facet tokens in test_cases_fts (migration 0023): filter -> the token's letter.
+FACET_LETTERS = {"status": "s", "priority": "p", "automation_status": "a", "layer": "l"}
+
+
+def facet(letter: str, value: str | None) -> str:
+    """A facet token of test_cases_fts as an FTS5 phrase: "x" + letter + the value's UTF-8 in hex + "0".
+
+    Built exactly as migration 0023's triggers build it (SQLite's hex() of NULL is '', so a null value
+    is "x<letter>0"); hex and the final digit keep it one token the stemmer never changes.
+    """
+    return f'"x{letter}{(value or "").encode().hex()}0"'
+
+
+def scope_facet(tenant_id: str, project_id: str | None) -> str:
+    """The token of a tenant's cases, or of one project's (tenant and project in one token)."""
+    if project_id is None:
+        return facet("n", tenant_id)
+    return facet("j", f"{tenant_id} {project_id}")
+
+
+def words_match(words: list[str]) -> str:
+    """Every word must match in the text columns (the last one also as a prefix, for type-ahead).
+
+    Each word is a quoted phrase (a double quote in it doubled, FTS5's escape), so nothing in it is
+    FTS5 syntax. A NUL character separates words (FTS5 reads its query as a C string: a NUL in it was
+    an "unterminated string" error), as it does in ``words_tsquery``, whose lexemes are runs of ``\\w``;
+    a piece without a letter or digit is left out (an empty phrase would match nothing), at most 20.
+    """
+    pieces = [piece for word in words for piece in word.split("\x00") if re.search(r"\w", piece)][:20] or [""]
+    phrases = ['"' + piece.replace('"', '""') + '"' for piece in pieces]
+    phrases[-1] += "*"
+    return f'{{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
+
+
+def words_tsquery(words: list[str]) -> str:
+    """The PostgreSQL twin of ``words_match``: every word (the last also as a prefix) as a tsquery.
+
+    Words are cut into runs of letters and digits, as both full-text indexes tokenize text, and each
+    run is a quoted lexeme, so nothing the user typed is tsquery syntax.
+    """
+    lexemes = [token for word in words for token in re.findall(r"\w+", word)] or ["_"]
+    quoted = [f"'{lexeme}'" for lexeme in lexemes]
+    quoted[-1] += ":*"
+    return " & ".join(quoted)
+
+
+async def _section_list(
+    db: Database, tenant_id: str, section_ids: list[str] | None, section_range: tuple[str, str, str] | None
+) -> list[str] | None:
+    """The sections a section filter allows, as a list (None when it is not filtered or too long)."""
+    if section_range is None:
+        return section_ids
+    rows = await db.fetch_all(
+        "SELECT id FROM sections WHERE tenant_id = ? AND project_id = ? AND path >= ? AND path < ? LIMIT ?",
+        (tenant_id, *section_range, MAX_SECTION_TOKENS + 1),
+    )
+    ids = [row["id"] for row in rows]
+    return ids if len(ids) <= MAX_SECTION_TOKENS else None
+
+
+def _facet_match(
+    tenant_id: str, equals: dict[str, str | None], words: list[str] | None, tags: list[str] | None,
+    sections: list[str] | None, unfiled: bool,
+) -> str:
+    """One FTS5 query holding every filter: scope AND words AND each equality AND any tag AND any section."""
+    parts = [scope_facet(tenant_id, equals.get("project_id"))]
+    for field, letter in FACET_LETTERS.items():
+        if equals.get(field) is not None:
+            parts.append(facet(letter, equals[field]))
+    if tags:
+        parts.append("(" + " OR ".join(facet("t", tag) for tag in tags) + ")")
+    if unfiled:
+        parts.append(facet("c", None))
+    elif sections is not None:
+        parts.append("(" + " OR ".join(facet("c", section) for section in sections) + ")")
+    match = "facets : (" + " AND ".join(parts) + ")"
+    if words:
+        match += " AND " + words_match(words)
+    return match
+
+
+async def search_cases(
+    db: Database,
+    tenant_id: str,
+    *,
+    equals: dict[str, str | None],
+    words: list[str] | None = None,
+    tags: list[str] | None = None,
+    section_ids: list[str] | None = None,
+    section_range: tuple[str, str, str] | None = None,
+    unfiled: bool = False,
+    needs_retest: bool | None = None,
+    sort: str = "created_at",
+    descending: bool = False,
+    limit: int,
+    offset: int,
+    ids_only: bool = False,
+) -> tuple[list[Row], int]:
+    """A page of the library and the number of cases matching every filter given.
+
+    Two ways to answer, chosen by the filters:
+    - words (``q``), tags, or two filters or more: ONE FTS5 query over test_cases_fts, whose facet
+      tokens (migration 0023) hold tenant, project, status, priority, automation status, layer, section
+      and tags beside the text. The page and the count come from the index's doclists, in rowid order,
+      without visiting the rows that are not on the page.
+    - no filter or one (project, status, a section, a subtree, the retest flag): a (tenant, project,
+      column) index, a section index, or the range of a subtree's paths.
+    ``section_range`` = (project_id, low path, high path) of a subtree. ``section_ids`` is checked by
+    the caller (it belongs to the tenant).
+    """
+    extra = sum(1 for k, v in equals.items() if k != "project_id" and v is not None)
+    extra += bool(section_ids is not None or section_range is not None or unfiled)
+    # PostgreSQL combines its B-tree, case_tags and full-text (GIN) indexes in one bitmap scan by itself:
+    # the facet tokens are SQLite's way to the same, so it always takes the SQL path
+    if db.dialect == "sqlite" and needs_retest is None and (words or tags or extra >= 2):
+        sections = await _section_list(db, tenant_id, section_ids, section_range)
+        if sections == []:
+            return [], 0
+        if sections is not None or section_range is None:
+            match = _facet_match(tenant_id, equals, words, tags, sections, unfiled)
+            return await _facet_page(db, tenant_id, equals.get("project_id"), match, sort, descending, limit,
+                                     offset, ids_only)
+    return await _sql_page(db, tenant_id, equals, words, tags, section_ids, section_range, unfiled, needs_retest,
+                           sort, descending, limit, offset, ids_only)
+
+
+def _total(rows: list[Row], limit: int, offset: int) -> int | None:
+    """The total when the page itself tells it (a short page that is not past the end), else None."""
+    if len(rows) < limit and (rows or offset == 0):
+        return offset + len(rows)
+    return None
+
+
+_FTS = "SELECT rowid FROM test_cases_fts WHERE test_cases_fts MATCH ?"
+
+
+async def _facet_page(
+    db: Database, tenant_id: str, project_id: str | None, match: str, sort: str, descending: bool, limit: int,
+    offset: int, ids_only: bool,
+) -> tuple[list[Row], int]:
+    direction = "DESC" if descending else "ASC"
+    if ids_only:
+        rows = await db.fetch_all(
+            f"SELECT id FROM test_cases WHERE rowid IN ({_FTS}) AND tenant_id = ? ORDER BY rowid", (match, tenant_id)
+        )
+        return rows, len(rows)
+    if sort == "created_at":
+        rows = await db.fetch_all(
+            f"SELECT {READ_COLUMNS} FROM test_cases WHERE rowid IN ({_FTS} ORDER BY rowid {direction} LIMIT ? "
+            f"OFFSET ?) AND tenant_id = ? ORDER BY rowid {direction}",
+            (match, limit, offset, tenant_id),
+        )
+        total = _total(rows, limit, offset)
+        if total is None:
+            total = int(await db.fetch_value("SELECT COUNT(*) FROM test_cases_fts WHERE test_cases_fts MATCH ?",
+                                             (match,)))
+        return rows, total
+    # sorted by a column: the count first, it decides between sorting the matches and walking an index
+    total = int(await db.fetch_value("SELECT COUNT(*) FROM test_cases_fts WHERE test_cases_fts MATCH ?", (match,)))
+    if total == 0 or offset >= total:
+        return [], total
+    index = SORT_INDEXES.get(sort)
+    walk = index is not None and project_id is not None and total >= WALK_SORT_INDEX_FROM
+    scope = "tenant_id = ? AND project_id = ?" if walk else "tenant_id = ?"
+    params: tuple[Any, ...] = (tenant_id, project_id) if walk else (tenant_id,)
+    rows = await db.fetch_all(
+        f"SELECT {READ_COLUMNS} FROM test_cases {f'INDEXED BY {index} ' if walk else ''}"
+        f"WHERE {scope} AND rowid IN ({_FTS}) ORDER BY {SORTS[sort]} {direction}, rowid {direction} LIMIT ? OFFSET ?",
+        (*params, match, limit, offset),
+    )
+    return rows, total
+
+
+async def _sql_page(
+    db: Database, tenant_id: str, equals: dict[str, str | None], words: list[str] | None, tags: list[str] | None,
+    section_ids: list[str] | None, section_range: tuple[str, str, str] | None, unfiled: bool,
+    needs_retest: bool | None, sort: str, descending: bool, limit: int, offset: int, ids_only: bool,
+) -> tuple[list[Row], int]:
+    where, params = equality_filters(tenant_id, **equals)
+    if words and db.dialect == "postgres":
+        where.append("search @@ to_tsquery('english', ?)")
+        params.append(words_tsquery(words))
+    elif words:
+        where.append(f"rowid IN ({_FTS})")
+        params.append(_facet_match(tenant_id, {"project_id": equals.get("project_id")}, words, None, None, False))
+    if tags:
+        where.append(
+            "rowid IN (SELECT case_rowid FROM case_tags WHERE tenant_id = ? "
+            "AND tag IN (SELECT value FROM json_each(?)))"
+        )
+        params += [tenant_id, json.dumps(tags)]
+    if section_ids is not None:
+        if len(section_ids) == 1:
+            where.append("section_id = ?")
+            params.append(section_ids[0])
+        else:
+            where.append("section_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(section_ids))
+    if section_range is not None:
+        where.append(
+            "section_id IN (SELECT id FROM sections WHERE tenant_id = ? AND project_id = ? AND path >= ? AND path < ?)"
+        )
+        params += [tenant_id, *section_range]
+    if unfiled:
+        where.append("section_id IS NULL")
+    if needs_retest is not None:
+        where.append("needs_retest = 1" if needs_retest else "needs_retest = 0")
+    condition = " AND ".join(where)
+    if ids_only:  # every match (bulk actions on "all matching"): ids only, no page, no count
+        rows = await db.fetch_all(f"SELECT id FROM test_cases WHERE {condition} ORDER BY rowid", params)
+        return rows, len(rows)
+    direction = "DESC" if descending else "ASC"
+    order = SORTS[sort]
+    if order == "rowid":
+        # read the page's rowids off the index first (no table rows for the skipped ones)
+        rows = await db.fetch_all(
+            f"SELECT {READ_COLUMNS} FROM test_cases WHERE rowid IN (SELECT rowid FROM test_cases WHERE {condition} "
+            f"ORDER BY rowid {direction} LIMIT ? OFFSET ?) ORDER BY rowid {direction}",
+            (*params, limit, offset),
+        )
+    else:
+        rows = await db.fetch_all(
+            f"SELECT {READ_COLUMNS} FROM test_cases WHERE {condition} ORDER BY {order} {direction}, rowid {direction} "
+            "LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+    total = _total(rows, limit, offset)
+    if total is None and len(where) == 2 and equals.get("project_id") is not None:
+        # the whole project: the sum of its per-section counters (at most one row per section)
+        total = int(await db.fetch_value(
+            "SELECT coalesce(sum(cases), 0) FROM section_case_counts WHERE tenant_id = ? AND project_id = ?",
+            (tenant_id, equals["project_id"]),
+        ))
+    if total is None:
+        total = int(await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {condition}", params))
+    return rows, total
+
+
+async def iter_project_cases(db: Database, tenant_id: str, project_id: str, after_rowid: int, batch: int) -> list[Row]:
+    """The next ``batch`` cases of a project in creation order after ``after_rowid`` (keyset paging)."""
+    return await db.fetch_all(
+        f"SELECT rowid AS _rowid, {COLUMNS} FROM test_cases WHERE tenant_id = ? AND project_id = ? AND rowid > ? "
+        "ORDER BY rowid LIMIT ?",
+        (tenant_id, project_id, after_rowid, batch),
+    )
+
+
+async def ids_matching(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[str]:
+    rows = await db.fetch_all(
+        "SELECT id FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    )
+    return [row["id"] for row in rows]
+
+
+async def rows_by_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
+    if not ids:
+        return []
+    return await db.fetch_all(
+        f"SELECT {READ_COLUMNS} FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY rowid",
+        (tenant_id, json.dumps(ids)),
+    )
+
+
+async def rows_by_codes(db: Database | Transaction, tenant_id: str, codes: list[str]) -> list[Row]:
+    if not codes:
+        return []
+    return await db.fetch_all(
+        f"SELECT {READ_COLUMNS} FROM test_cases WHERE tenant_id = ? AND code IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(codes)),
+    )
+
+
+async def set_fields_many(
+    tx: Transaction, tenant_id: str, ids: list[str], changes: dict[str, Any], at: str
+) -> list[str]:
+    """Sets the same ``changes`` on many cases; only those where something differs change (and get a
+    new version). Returns their ids. Two statements however many cases."""
+    unknown = set(changes) - UPDATABLE
+    if unknown or not changes:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    differs = " OR ".join(f"{column} IS NOT ?" for column in changes)
+    rows = await tx.fetch_all(
+        f"SELECT id FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND ({differs})",
+        (tenant_id, json.dumps(ids), *changes.values()),
+    )
+    changed = [row["id"] for row in rows]
+    if changed:
+        assignments = ", ".join(f"{column} = ?" for column in changes)
+        await tx.execute(
+            f"UPDATE test_cases SET {assignments}, version = version + 1, updated_at = ? "
+            "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (*changes.values(), at, tenant_id, json.dumps(changed)),
+        )
+    return changed
+
+
+async def update_many(tx: Transaction, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """Per-case new values of ``columns`` (dicts with ``id``, ``tenant_id``, ``updated_at``); each counts a
+    new version. One UPDATE ... FROM a VALUES list per ``INSERT_CHUNK`` cases (not one statement per
+    case: see INSERT_CHUNK for what that costs the full-text index)."""
+    if set(columns) - UPDATABLE:
+        raise ValueError(f"not updatable: {sorted(set(columns) - UPDATABLE)}")
+    names = ["id", "tenant_id", "updated_at", *columns]
+    one = "(" + ", ".join("?" * len(names)) + ")"
+    assignments = ", ".join([*(f"{column} = v.{column}" for column in columns), "updated_at = v.updated_at",
+                             "version = test_cases.version + 1"])
+    for start in range(0, len(rows), INSERT_CHUNK):
+        chunk = rows[start : start + INSERT_CHUNK]
+        await tx.execute(
+            f"WITH v ({', '.join(names)}) AS (VALUES {', '.join([one] * len(chunk))}) "
+            f"UPDATE test_cases SET {assignments} FROM v "
+            "WHERE test_cases.id = v.id AND test_cases.tenant_id = v.tenant_id",
+            [row[name] for row in chunk for name in names],
+        )
+
+
+async def delete_many(tx: Transaction, tenant_id: str, ids: list[str]) -> int:
+    return await tx.execute(
+        "DELETE FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(ids)),
+    )
+

@@ -1,0 +1,1 @@
+"""Gherkin: parsing, checklists and their limits, highlighting."""

@@ -1,0 +1,145 @@
+"""Projects: list, create, mark active (web only: the spec keeps activation out of the API), edit,
+archive or unarchive, and delete (web only, after typing the project's name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Router, get, post
+from litestar.response import Redirect, Template
+
+from tms.errors import DomainError, NotFound
+from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
+from tms.library.projects import service as project_service
+from tms.library.projects.models import ProjectCreate, ProjectUpdate
+from tms.state import config_of, db_of
+from tms.team.signin.session import needs_role, page_guard
+
+
+async def _page(request: AnyRequest, form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                status_code: int = 200, show_archived: bool = False) -> Template:
+    projects = await project_service.list_projects(db_of(request), tenant_of(request))
+    archived_count = sum(1 for p in projects if p.archived)
+    if not show_archived:
+        projects = [p for p in projects if not p.archived]
+    return render(request, "projects/list.html", status_code=status_code, active_nav="projects",
+                  projects=projects, form=form or {}, errors=errors or {}, show_archived=show_archived,
+                  archived_count=archived_count, base_url=str(config_of(request).base_url))
+
+
+@get("/")
+async def projects_page(request: AnyRequest, archived: bool = False) -> Template:
+    """Archived projects are hidden unless ?archived=true asks for them."""
+    return await _page(request, show_archived=archived)
+
+
+@post("/", status_code=303)
+async def create_project(request: AnyRequest) -> Template | Redirect:
+    form, _ = await form_of(request)
+    environments = [e.strip() for e in form.get("environments", "").split(",") if e.strip()]
+    body, errors = convert(ProjectCreate, {
+        "name": form.get("name", "").strip(),
+        "description": form.get("description", "").strip() or None,
+        "environments": environments,
+    })
+    if body is not None:
+        try:
+            project = await project_service.create_project(db_of(request), tenant_of(request), body)
+        except DomainError as exc:
+            errors = field_errors(exc, "name")
+        else:
+            return done(request, "/projects", f"Project “{project.name}” created.")
+    return await _page(request, form, errors, status_code=400)
+
+
+@post("/{project_id:str}/activate", status_code=303)
+async def activate_project(request: AnyRequest, project_id: str) -> Redirect:
+    try:
+        await project_service.mark_active(db_of(request), tenant_of(request), project_id)
+        project = await project_service.get_project(db_of(request), tenant_of(request), project_id)
+    except NotFound as exc:
+        raise not_found("project") from exc
+    return done(request, "/projects", f"“{project.name}” is now the active project.")
+
+
+async def _project_or_404(request: AnyRequest, project_id: str) -> Any:
+    try:
+        return await project_service.get_project(db_of(request), tenant_of(request), project_id)
+    except NotFound as exc:
+        raise not_found("project") from exc
+
+
+def _edit_form(project: Any) -> dict[str, str]:
+    return {"name": project.name, "description": project.description or "",
+            "environments": ", ".join(project.environments)}
+
+
+async def _edit_page(request: AnyRequest, project: Any, form: dict[str, str] | None = None,
+                     errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    return render(request, "projects/edit.html", status_code=status_code, active_nav="projects", project=project,
+                  form=form or _edit_form(project), errors=errors or {})
+
+
+@get("/{project_id:str}/edit")
+async def edit_page(request: AnyRequest, project_id: str) -> Template:
+    return await _edit_page(request, await _project_or_404(request, project_id))
+
+
+@post("/{project_id:str}/edit", status_code=303)
+async def edit_project(request: AnyRequest, project_id: str) -> Template | Redirect:
+    project = await _project_or_404(request, project_id)
+    form, _ = await form_of(request)
+    body, errors = convert(ProjectUpdate, {
+        "name": form.get("name", "").strip(),
+        "description": form.get("description", "").strip() or None,
+        "environments": [e.strip() for e in form.get("environments", "").split(",") if e.strip()],
+    })
+    if body is not None:
+        try:
+            updated = await project_service.update_project(db_of(request), tenant_of(request), project.id, body)
+        except DomainError as exc:
+            errors = field_errors(exc, "name")
+        else:
+            return done(request, f"/projects/{updated.id}/edit", f"Project “{updated.name}” saved.")
+    return await _edit_page(request, project, form, errors, status_code=400)
+
+
+async def _set_archived(request: AnyRequest, project_id: str, archived: bool) -> Redirect:
+    project = await _project_or_404(request, project_id)
+    updated = await project_service.update_project(db_of(request), tenant_of(request), project.id,
+                                                   ProjectUpdate(archived=archived))
+    if archived:
+        return done(request, "/projects", f"“{updated.name}” is archived: hidden from the lists, and it takes no "
+                                          "new runs or ingests until it is unarchived.")
+    return done(request, f"/projects/{updated.id}/edit", f"“{updated.name}” is no longer archived.")
+
+
+@post("/{project_id:str}/archive", status_code=303)
+async def archive_project(request: AnyRequest, project_id: str) -> Redirect:
+    return await _set_archived(request, project_id, True)
+
+
+@post("/{project_id:str}/unarchive", status_code=303)
+async def unarchive_project(request: AnyRequest, project_id: str) -> Redirect:
+    return await _set_archived(request, project_id, False)
+
+
+@post("/{project_id:str}/delete", status_code=303, **needs_role("admin"))
+async def delete_project(request: AnyRequest, project_id: str) -> Template | Redirect:
+    """Deletes only when the typed name matches exactly: the whole library and every result go."""
+    project = await _project_or_404(request, project_id)
+    form, _ = await form_of(request)
+    if form.get("confirm_name", "") != project.name:
+        errors = {"confirm_name": f"Type the project's name, “{project.name}”, exactly to delete it."}
+        return await _edit_page(request, project, {**_edit_form(project), **form}, errors, status_code=400)
+    counts = await project_service.delete_project(db_of(request), tenant_of(request), project.id,
+                                                  config_of(request).attachments_dir)
+    return done(request, "/projects", f"Project “{project.name}” deleted with {counts['cases']} cases, "
+                                      f"{counts['runs']} runs and {counts['attachments']} attachments.")
+
+
+def router() -> Router:
+    return Router(path="/projects", route_handlers=[projects_page, create_project, activate_project, edit_page,
+                                                    edit_project, archive_project, unarchive_project,
+                                                    delete_project],
+                  guards=[page_guard], include_in_schema=False)

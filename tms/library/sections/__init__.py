@@ -1,0 +1,1 @@
+"""Sections: the folder tree of a project's cases."""

@@ -1,0 +1,557 @@
+"""The organised library's pages: sections, bulk actions, import (with a preview) and export, versions.
+
+Every write goes through the services (tms.library.sections.service, case_bulk, case_io, cases), so the
+rules, versions and audit entries are the API's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import secrets
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from litestar import Router, get, post
+from litestar.datastructures import UploadFile
+from litestar.response import Redirect, Stream, Template
+from rapidfuzz.distance import Indel
+
+from tms.errors import DomainError, NotFound
+from tms.http.pages import AnyRequest, convert, done, form_of, not_found, render, tenant_of, user_of
+from tms.library.cases import bulk as case_bulk
+from tms.library.cases import service as case_service
+from tms.library.cases.models import CaseUpdate
+from tms.library.cases.web import view_from_query
+from tms.library.projects import service as project_service
+from tms.library.sections import service as section_service
+from tms.library.sections.models import SectionCreate, SectionUpdate
+from tms.library.transfer import service as case_io
+from tms.state import config_of, db_of
+from tms.team.signin.session import page_guard
+
+# An import preview keeps its file in data_dir/imports/<tenant>/<user>/<token>.bin (+ .json) until it is
+# confirmed, for at most IMPORT_TTL_SECONDS; a user keeps their newest MAX_PREVIEWS_PER_USER, a tenant
+# its newest MAX_PREVIEWS_PER_TENANT (older ones are dropped: confirming them says "expired"). So the
+# disk a tenant can fill is bounded: 10 previews of at most 20 MB.
+IMPORT_TTL_SECONDS = 3600
+MAX_PREVIEWS_PER_USER = 3
+MAX_PREVIEWS_PER_TENANT = 10
+SWEEP_EVERY_SECONDS = 600  # every tenant's expired previews are removed at most this often
+_TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_last_sweep = [0.0]
+
+
+# ---------------------------------------------------------------------------------------------- sections
+
+
+@post("/sections", status_code=303)
+async def create_section(request: AnyRequest) -> Redirect:
+    form, _ = await form_of(request)
+    data = {"project_id": form.get("project_id", ""), "name": form.get("name", "").strip(),
+            "parent_id": form.get("parent_id") or None}
+    body, errors = convert(SectionCreate, data)
+    back = f"/cases?project_id={data['project_id']}"
+    if body is None:
+        return done(request, back, f"Section not created: {next(iter(errors.values()))}", "error")
+    try:
+        section = await section_service.create_section(db_of(request), tenant_of(request), body)
+    except DomainError as exc:
+        return done(request, back, f"Section not created: {exc.detail}", "error")
+    return done(request, f"{back}&section_id={section.id}&sub=1", f"Section “{section.name}” created.")
+
+
+async def _section_page(request: AnyRequest, section_id: str, form: dict[str, str] | None = None,
+                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        section = await section_service.get_section(db, tenant, section_id)
+    except NotFound as exc:
+        raise not_found("section") from exc
+    sections, _, _ = await section_service.tree(db, tenant, section.project_id)
+    inside = {s.id for s in sections if s.id == section.id}
+    for s in sections:  # its own subtree cannot be its new parent
+        if s.parent_id in inside:
+            inside.add(s.id)
+    parents = [(s.id, "\u2003" * s.depth + s.name) for s in sections if s.id not in inside]
+    form = form or {"name": section.name, "description": section.description or "",
+                    "parent_id": section.parent_id or "", "position": str(section.position)}
+    return render(request, "cases/section.html", status_code=status_code, active_nav="cases", section=section,
+                  parents=parents, form=form, errors=errors or {},
+                  path=await section_service.path_names(db, tenant, section.id))
+
+
+@get("/sections/{section_id:str}")
+async def section_page(request: AnyRequest, section_id: str) -> Template:
+    return await _section_page(request, section_id)
+
+
+@post("/sections/{section_id:str}", status_code=303)
+async def update_section(request: AnyRequest, section_id: str) -> Template | Redirect:
+    form, _ = await form_of(request)
+    data: dict[str, Any] = {"name": form.get("name", "").strip(), "description": form.get("description") or None,
+                            "parent_id": form.get("parent_id") or None}
+    try:
+        data["position"] = int(form.get("position") or 0)
+    except ValueError:
+        return await _section_page(request, section_id, form, {"position": "Write a whole number."}, 400)
+    body, errors = convert(SectionUpdate, data)
+    if body is not None:
+        try:
+            section = await section_service.update_section(db_of(request), tenant_of(request), section_id, body)
+        except NotFound as exc:
+            if exc.field is None:
+                raise not_found("section") from exc
+            errors = {exc.field: exc.detail}
+        except DomainError as exc:
+            errors = {exc.field or "name": exc.detail}
+        else:
+            return done(request, f"/cases?project_id={section.project_id}&section_id={section.id}&sub=1",
+                        f"Section “{section.name}” saved.")
+    return await _section_page(request, section_id, form, errors, 400)
+
+
+@post("/sections/{section_id:str}/delete", status_code=303)
+async def delete_section(request: AnyRequest, section_id: str) -> Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        section = await section_service.get_section(db, tenant, section_id)
+        await section_service.delete_section(db, tenant, section_id)
+    except NotFound as exc:
+        raise not_found("section") from exc
+    except DomainError as exc:
+        return done(request, f"/cases/sections/{section_id}", exc.detail, "error")
+    moved = section.case_count
+    return done(request, f"/cases?project_id={section.project_id}",
+                f"Section “{section.name}” deleted; its {moved} case{'s' if moved != 1 else ''} and subsections "
+                "moved one level up.")
+
+
+# ---------------------------------------------------------------------------------------------- bulk
+
+
+@post("/bulk", status_code=303)
+async def bulk(request: AnyRequest) -> Template | Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    form, multi = await form_of(request)
+    back = "/cases" + (f"?{form['filter']}" if form.get("filter") else "")
+    action, _, value = (form.get("op") or "").partition(":")
+    if action in ("add_tag", "remove_tag"):
+        value = form.get("tag", "")
+    if action not in case_bulk.ACTIONS:
+        return done(request, back, "Choose an action for the selected cases.", "error")
+    all_matching = form.get("all_matching") == "1"
+    if all_matching:
+        view = view_from_query(form.get("filter", ""))
+        ids = await case_service.matching_ids(db, tenant, view.query)
+    else:
+        ids = list(dict.fromkeys(multi.get("ids", [])))
+    if not ids:
+        return done(request, back, "Select at least one test case (or “All matching”).", "error")
+    if (action == "delete" or all_matching) and form.get("confirmed") != "1":
+        fields = [(k, v) for k, values in multi.items() if k not in ("confirmed",) for v in values]
+        return render(request, "cases/bulk_confirm.html", active_nav="cases", count=len(ids), action=action,
+                      value=value, fields=fields, back=back)
+    try:
+        changed = await case_bulk.apply(db, tenant, ids, action, value)
+    except DomainError as exc:
+        return done(request, back, exc.detail, "error")
+    words = {"delete": "deleted", "clone": "cloned", "move": "moved", "add_tag": "tagged", "remove_tag": "untagged"}
+    verb = words.get(action, "changed")
+    return done(request, back, f"{changed} of {len(ids)} test case{'s' if len(ids) != 1 else ''} {verb}.")
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+
+@get("/export")
+async def export(request: AnyRequest) -> Stream | Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    view = view_from_query(str(request.url.query or ""))
+    project_id = view.query.project_id
+    try:
+        await case_io.check_project(db, tenant, project_id)
+    except DomainError:
+        return done(request, "/cases", "Choose a project to export.", "error")
+    assert project_id is not None
+    filtered = any(v for k, v in view.params.items() if k not in ("project_id", "sort", "order", "limit", "offset"))
+    return Stream(case_io.export_csv(db, tenant, project_id, view.query if filtered else None),
+                  media_type="text/csv",
+                  headers={"Content-Disposition": 'attachment; filename="cases.csv"'})
+
+
+# ---------------------------------------------------------------------------------------------- import
+
+
+def _imports_root(request: AnyRequest) -> Path:
+    return Path(config_of(request).data_dir) / "imports"
+
+
+def _safe_part(value: str) -> str:
+    """An id as one path component (ids are cuids; anything else is hashed)."""
+    return value if value and not set(value) - _TOKEN_CHARS else hashlib.sha256(value.encode()).hexdigest()
+
+
+def _user_dir(request: AnyRequest) -> Path:
+    user = user_of(request)
+    return _imports_root(request) / _safe_part(user.tenant_id) / _safe_part(user.id)
+
+
+def _drop(meta: Path) -> None:
+    meta.unlink(missing_ok=True)
+    meta.with_suffix(".bin").unlink(missing_ok=True)
+
+
+def _previews(directory: Path) -> list[tuple[float, Path]]:
+    """(modified, meta file) of the previews under ``directory``, oldest first."""
+    found = []
+    for meta in directory.rglob("*.json"):
+        try:
+            found.append((meta.stat().st_mtime, meta))
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def _keep_previews(root: Path, tenant_dir: Path, user_dir: Path) -> None:
+    """Drops expired previews (the tenant's now, everyone's every SWEEP_EVERY_SECONDS) and the oldest
+    ones past the user's and the tenant's caps; a file without its pair is dropped with them."""
+    now = time.time()
+    cutoff = now - IMPORT_TTL_SECONDS
+    if now - _last_sweep[0] > SWEEP_EVERY_SECONDS:
+        _last_sweep[0] = now
+        for file in root.rglob("*"):
+            with contextlib.suppress(OSError):
+                if file.is_file() and file.stat().st_mtime < cutoff:
+                    file.unlink()
+    for directory, cap in ((user_dir, MAX_PREVIEWS_PER_USER), (tenant_dir, MAX_PREVIEWS_PER_TENANT)):
+        previews = _previews(directory)
+        live = [meta for modified, meta in previews if modified >= cutoff]
+        for _, meta in previews[: len(previews) - len(live)]:
+            _drop(meta)
+        for meta in live[: max(0, len(live) - cap)]:
+            _drop(meta)
+    for data in tenant_dir.rglob("*.bin"):
+        if not data.with_suffix(".json").exists():
+            with contextlib.suppress(OSError):
+                if data.stat().st_mtime < now - 60:  # not one being written right now
+                    data.unlink()
+
+
+def _store_preview(root: Path, tenant_dir: Path, user_dir: Path, data: bytes, meta: dict[str, str]) -> str:
+    user_dir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(24)
+    (user_dir / f"{token}.bin").write_bytes(data)
+    (user_dir / f"{token}.json").write_text(json.dumps(meta))
+    _keep_previews(root, tenant_dir, user_dir)
+    return token
+
+
+async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[str, str],
+                       status_code: int = 200) -> Template:
+    projects = await project_service.list_projects(db_of(request), tenant_of(request))
+    return render(request, "cases/import.html", status_code=status_code, active_nav="cases", projects=projects,
+                  form=form, errors=errors, max_mb=case_io.MAX_IMPORT_BYTES // (1024 * 1024))
+
+
+@get("/import")
+async def import_page(request: AnyRequest) -> Template:
+    active = await project_service.get_active_project(db_of(request), tenant_of(request))
+    return await _import_form(request, {"project_id": active.id if active else "", "format": "csv"}, {})
+
+
+@post("/import", status_code=200, request_max_body_size=case_io.MAX_IMPORT_BYTES + 64 * 1024)
+async def import_preview(request: AnyRequest) -> Template:
+    """Plans the import and shows what it will do; nothing is written until the user confirms."""
+    db, tenant = db_of(request), tenant_of(request)
+    raw = await request.form()
+    form = {"project_id": str(raw.get("project_id") or ""), "format": str(raw.get("format") or "csv")}
+    upload = raw.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        return await _import_form(request, form, {"file": "Choose a file to import."}, 400)
+    data = await upload.read()
+    try:
+        result = await case_io.import_cases(db, tenant, form["project_id"] or None, data, form["format"],
+                                            dry_run=True)
+    except DomainError as exc:
+        return await _import_form(request, form, {exc.field or "file": exc.detail}, 400)
+    user_dir = _user_dir(request)
+    token = await asyncio.to_thread(_store_preview, _imports_root(request), user_dir.parent, user_dir, data,
+                                    {"tenant": tenant, **form, "name": upload.filename})
+    project = await project_service.get_project(db, tenant, form["project_id"])
+    return render(request, "cases/import_preview.html", active_nav="cases", result=result, token=token,
+                  project=project, file_name=upload.filename, fmt=form["format"])
+
+
+@post("/import/confirm", status_code=303)
+async def import_confirm(request: AnyRequest) -> Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    form, _ = await form_of(request)
+    token = form.get("token", "")
+    directory = _user_dir(request)  # only the user who previewed a file can import it
+    meta_path, data_path = directory / f"{token}.json", directory / f"{token}.bin"
+    claimed = directory / f"{token}.claimed"
+
+    def expired() -> Redirect:
+        return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
+
+    if not token or set(token) - _TOKEN_CHARS:
+        return expired()
+    try:
+        fresh = meta_path.stat().st_mtime >= time.time() - IMPORT_TTL_SECONDS
+        meta_path.rename(claimed)  # single use: of two confirmations at once, one finds nothing
+    except OSError:
+        return expired()
+    try:
+        meta = json.loads(claimed.read_text())
+        if not fresh or meta.get("tenant") != tenant:
+            return expired()
+        data = await asyncio.to_thread(data_path.read_bytes)
+        result = await case_io.import_cases(db, tenant, meta["project_id"], data, meta["format"])
+    except (OSError, ValueError):
+        return expired()
+    except DomainError as exc:
+        return done(request, "/cases/import", f"Nothing was imported: {exc.detail}", "error")
+    finally:
+        claimed.unlink(missing_ok=True)
+        data_path.unlink(missing_ok=True)
+    return done(request, f"/cases?project_id={meta['project_id']}",
+                f"Imported {meta['name']}: {result.created} created, {result.updated} updated, "
+                f"{result.unchanged} unchanged, {result.rejected} rejected.",
+                "success" if not result.rejected else "warning")
+
+
+# ---------------------------------------------------------------------------------------------- versions
+
+
+# The Gherkin diff of two versions (issue 22). The common first and last lines are skipped in linear
+# time; the part between is compared as a longest common subsequence of lines by rapidfuzz (C++,
+# bit-parallel: N*M/64 word operations and N*M bits of memory), in a worker thread, when N*M is at
+# most MAX_DIFF_CELLS (32 MB of bits, ~50 ms), else the page says it is too large to compare. Unchanged
+# runs fold to DIFF_CONTEXT lines around each change, at most MAX_DIFF_ROWS rows are shown, and each
+# version pair's diff is kept (versions never change) in a small LRU cache shared by concurrent views.
+MAX_DIFF_CELLS = 16_000 * 16_000
+DIFF_CONTEXT = 3
+MAX_DIFF_ROWS = 5_000
+DIFF_CACHE_SIZE = 64
+
+DiffRow = tuple[str, int | None, int | None, str]
+
+
+@dataclass(frozen=True)
+class LineDiff:
+    """Rows (kind, old line no, new line no, text), kind same/del/add, or fold (text = how many unchanged
+    lines are hidden there); ``too_large`` = the changed part's lines (old, new) when not compared."""
+
+    rows: list[DiffRow]
+    changed: bool
+    hidden: int = 0
+    too_large: tuple[int, int] | None = None
+
+
+def diff_rows(old: str, new: str) -> LineDiff:
+    """A line-by-line diff of two texts, bounded in time, memory and size (see MAX_DIFF_CELLS)."""
+    a, b = old.splitlines(), new.splitlines()
+    start, shortest = 0, min(len(a), len(b))
+    while start < shortest and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+        end += 1
+    a_end, b_end = len(a) - end, len(b) - end
+    if start == a_end and start == b_end:
+        return LineDiff(_folded_same(a, 0, 0, len(a), True, True), changed=False)
+    builder = _DiffBuilder()
+    builder.same(a, 0, 0, start, at_start=True, at_end=False)
+    a_mid, b_mid = a[start:a_end], b[start:b_end]
+    too_large = None
+    if len(a_mid) * len(b_mid) > MAX_DIFF_CELLS:
+        too_large = (len(a_mid), len(b_mid))
+        where = f"lines {start + 1} to {a_end} (old) and {start + 1} to {b_end} (new)"
+        builder.rows.append(("fold", None, None, f"{where}: not compared"))
+    elif not a_mid or not b_mid:
+        builder.change(a, b, start, a_end, start, b_end)
+    else:
+        i = j = start  # where the pending change began in a and b
+        for op in Indel.opcodes(a_mid, b_mid):
+            if op.tag != "equal":
+                continue
+            i1, i2, j1 = start + op.src_start, start + op.src_end, start + op.dest_start
+            builder.change(a, b, i, i1, j, j1)
+            k = 0  # lines rapidfuzz matched by hash: compared for real
+            while k < i2 - i1 and a[i1 + k] == b[j1 + k]:
+                k += 1
+            builder.same(a, i1, j1, k, at_start=False, at_end=False)
+            i, j = i1 + k, j1 + k
+        builder.change(a, b, i, a_end, j, b_end)
+    builder.same(a, a_end, b_end, end, at_start=False, at_end=True)
+    return LineDiff(builder.rows, changed=True, hidden=builder.hidden, too_large=too_large)
+
+
+class _DiffBuilder:
+    def __init__(self) -> None:
+        self.rows: list[DiffRow] = []
+        self.hidden = 0
+
+    def _add(self, row: DiffRow) -> None:
+        if len(self.rows) < MAX_DIFF_ROWS:
+            self.rows.append(row)
+        elif row[0] != "same" and row[0] != "fold":
+            self.hidden += 1
+
+    def change(self, a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> None:
+        if len(self.rows) >= MAX_DIFF_ROWS:
+            self.hidden += (i2 - i1) + (j2 - j1)
+            return
+        for i in range(i1, i2):
+            self._add(("del", i + 1, None, a[i]))
+        for j in range(j1, j2):
+            self._add(("add", None, j + 1, b[j]))
+
+    def same(self, a: list[str], i: int, j: int, count: int, *, at_start: bool, at_end: bool) -> None:
+        if count and len(self.rows) < MAX_DIFF_ROWS:
+            for row in _folded_same(a, i, j, count, at_start, at_end):
+                self._add(row)
+
+
+def _folded_same(a: list[str], i: int, j: int, count: int, at_start: bool, at_end: bool) -> list[DiffRow]:
+    """A run of unchanged lines: the DIFF_CONTEXT lines next to a change, the rest as one fold row."""
+    before = 0 if at_start else min(DIFF_CONTEXT, count)
+    after = 0 if at_end else min(DIFF_CONTEXT, count - before)
+    if at_start and at_end:  # nothing changed: every line
+        before, after = min(count, MAX_DIFF_ROWS), 0
+    rows: list[DiffRow] = [("same", i + k + 1, j + k + 1, a[i + k]) for k in range(before)]
+    folded = count - before - after
+    if folded > 0:
+        rows.append(("fold", None, None, f"{folded} unchanged line{'s' if folded != 1 else ''}"))
+    rows += [("same", i + k + 1, j + k + 1, a[i + k]) for k in range(count - after, count)]
+    return rows
+
+
+_diffs: OrderedDict[tuple[str, str, int, int], LineDiff | asyncio.Task[LineDiff]] = OrderedDict()
+# at most two diffs computing at once (each up to 32 MB of bits); the others wait here, not in the
+# worker threads that imports and other pages share. One semaphore per event loop.
+_diff_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+async def _computed(old: str, new: str) -> LineDiff:
+    slots = _diff_slots.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(2))
+    async with slots:
+        return await asyncio.to_thread(diff_rows, old, new)
+
+
+async def cached_diff(tenant_id: str, case_id: str, a: int, b: int, old: str, new: str) -> LineDiff:
+    """The diff of versions ``a`` and ``b`` of a case, computed once in a worker thread (concurrent
+    views of the same pair wait for the same computation)."""
+    key = (tenant_id, case_id, a, b)
+    entry = _diffs.get(key)
+    if isinstance(entry, LineDiff):
+        _diffs.move_to_end(key)
+        return entry
+    if entry is None or entry.get_loop() is not asyncio.get_running_loop():
+        entry = asyncio.ensure_future(_computed(old, new))
+        _diffs[key] = entry
+        while len(_diffs) > DIFF_CACHE_SIZE:
+            _diffs.popitem(last=False)
+    try:
+        diff = await asyncio.shield(entry)
+    except Exception:
+        _diffs.pop(key, None)
+        raise
+    if key in _diffs:
+        _diffs[key] = diff
+    return diff
+
+
+FIELD_LABELS = {"code": "Code", "title": "Title", "status": "Status", "priority": "Priority", "layer": "Layer",
+                "is_e2e": "End-to-end", "automation_status": "Automation", "tags": "Tags", "tickets": "Tickets",
+                "section_id": "Section", "project_id": "Project"}
+
+
+def _shown(version: Any, field: str, names: dict[str, str]) -> str:
+    value = getattr(version, field)
+    if field == "tags":
+        return ", ".join(value) or "—"
+    if field == "tickets":
+        return ", ".join(f"{t.source} {t.key}" for t in value) or "—"
+    if field == "is_e2e":
+        return "yes" if value else "no"
+    if field in ("section_id", "project_id"):
+        return names.get(value, value) if value else "—"
+    return str(value) if value is not None else "—"
+
+
+@get("/{case_id:str}/versions")
+async def versions_page(request: AnyRequest, case_id: str) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        case = await case_service.get_case(db, tenant, case_id)
+        versions, _ = await case_service.list_versions(db, tenant, case.id, limit=500)
+    except NotFound as exc:
+        raise not_found("test case") from exc
+    numbers = [v.version for v in versions]
+
+    def pick(name: str, default: int) -> int:
+        try:
+            value = int(request.query_params.get(name) or default)
+        except ValueError:
+            return default
+        return value if value in numbers else default
+
+    newest = numbers[0] if numbers else case.version
+    b = pick("b", newest)
+    a = pick("a", b - 1 if b - 1 in numbers else b)
+    by_number = {v.version: v for v in versions}
+    old, new = by_number.get(a), by_number.get(b)
+    names: dict[str, str] = {p.id: p.name for p in await project_service.list_projects(db, tenant)}
+    for _, options in await section_service.pickable(db, tenant, await project_service.list_projects(db, tenant)):
+        names.update({sid: label.strip("\u2003") for sid, label in options})
+    fields = []
+    if old and new:
+        fields = [(FIELD_LABELS[f], _shown(old, f, names), _shown(new, f, names)) for f in FIELD_LABELS
+                  if msgspec.to_builtins(getattr(old, f)) != msgspec.to_builtins(getattr(new, f))]
+    diff = await cached_diff(tenant, case.id, a, b, old.bdd_content, new.bdd_content) if old and new else None
+    changed_between = {}
+    ordered = sorted(versions, key=lambda v: v.version)
+    for before, after in itertools.pairwise(ordered):
+        changed_between[after.version] = [
+            FIELD_LABELS.get(f, "Gherkin") for f in (*FIELD_LABELS, "bdd_content")
+            if msgspec.to_builtins(getattr(before, f)) != msgspec.to_builtins(getattr(after, f))]
+    return render(request, "cases/versions.html", active_nav="cases", case=case, versions=versions, a=a, b=b,
+                  fields=fields, diff=diff, max_rows=MAX_DIFF_ROWS, changed=changed_between,
+                  gherkin_changed=diff is not None and diff.changed)
+
+
+@post("/{case_id:str}/move", status_code=303)
+async def move_case(request: AnyRequest, case_id: str) -> Redirect:
+    """"Move to…" on the case page: files the case in another section (or in none)."""
+    db, tenant = db_of(request), tenant_of(request)
+    form, _ = await form_of(request)
+    try:
+        case = await case_service.get_case(db, tenant, case_id)
+    except NotFound as exc:
+        raise not_found("test case") from exc
+    body, _ = convert(CaseUpdate, {"section_id": form.get("section_id") or None})
+    if body is None:
+        return done(request, f"/cases/{case.code}", "Choose a section.", "error")
+    try:
+        updated = await case_service.update_case(db, tenant, case.id, body)
+    except DomainError as exc:
+        return done(request, f"/cases/{case.code}", exc.detail, "error")
+    where = "no section" if not updated.section_id else "the chosen section"
+    return done(request, f"/cases/{updated.code}", f"{updated.code} moved to {where}.")
+
+
+def router() -> Router:
+    return Router(path="/cases", route_handlers=[
+        create_section, section_page, update_section, delete_section, bulk, export, import_page, import_preview,
+        import_confirm, versions_page, move_case,
+    ], guards=[page_guard], include_in_schema=False)

@@ -1,0 +1,1 @@
+"""Notifications: events, the outbox dispatcher, webhooks and chat."""

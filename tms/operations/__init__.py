@@ -1,0 +1,1 @@
+"""Operations: health, readiness, metrics, the offline API reference."""

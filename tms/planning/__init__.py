@@ -1,0 +1,1 @@
+"""Planning: milestones, test plans and the dashboard."""

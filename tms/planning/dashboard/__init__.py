@@ -1,0 +1,1 @@
+"""The dashboard of the active project."""

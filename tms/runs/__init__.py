@@ -1,0 +1,1 @@
+"""Runs: a project's executions of its cases, their results, ingest, shards and retention."""

@@ -1,0 +1,1 @@
+"""Manual execution: the execution view, assignments, step results."""

@@ -1,0 +1,226 @@
+"""Executing one result by hand: read it, change it (status, steps, comment, bug, assignee), assign
+results in bulk, and the tester's queue ("My work").
+
+Every change goes through ``update_result``, the one place that keeps the run's summary counts right,
+moves a PENDING run to IN_PROGRESS at its first real result, fires ``test_run_result.failed`` when a
+result becomes FAILED and records the audit entry, all in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from tms.attachments.service import attachments_by_result
+from tms.db import Database, Row, Transaction
+from tms.errors import InvalidInput, NotFound
+from tms.failures import service as failures
+from tms.failures.retest import service as retest
+from tms.ids import now_iso
+from tms.library.cases import store as case_store
+from tms.library.gherkin.service import count_steps
+from tms.notifications import events
+from tms.runs import store as run_store
+from tms.runs.executions import store
+from tms.runs.executions.models import ResultPatch, StepResult
+from tms.runs.results.models import Result
+from tms.runs.results.rows import STATUS_INDEX
+from tms.runs.results.service import result_from_row
+from tms.team import store as user_store
+from tms.team.audit import service as audit
+
+_steps_encoder = msgspec.json.Encoder()
+_FIELDS = ("status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "duration_ms")
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    result: Result
+    # when the caller said which version it loaded and someone else saved since: who and when
+    overwritten_by: str | None = None
+    overwritten_at: str | None = None
+
+
+def _shape(row: Row, attachments: list[dict[str, Any]]) -> Result:
+    data = {key: value for key, value in row.items() if key not in ("run_id", "updated_by")}
+    return result_from_row(data, attachments)
+
+
+async def _row(db: Database | Transaction, tenant_id: str, result_id: str) -> tuple[Row, bool]:
+    found = await store.get_result(db, tenant_id, result_id)
+    if found is None:
+        raise NotFound(f"result {result_id} not found")
+    return found
+
+
+async def get_result(db: Database, tenant_id: str, result_id: str) -> Result:
+    row, _ = await _row(db, tenant_id, result_id)
+    attachments = await attachments_by_result(db, tenant_id, [result_id])
+    return _shape(row, attachments[result_id])
+
+
+async def get_result_row(db: Database, tenant_id: str, result_id: str) -> tuple[Row, bool]:
+    """The stored row (with run_id and updated_by) for pages."""
+    return await _row(db, tenant_id, result_id)
+
+
+async def check_assignee(db: Database | Transaction, tenant_id: str, user_id: str) -> None:
+    """An assignee must be an active user of the same tenant; anyone else is a clear 400."""
+    row = await user_store.get_user(db, user_id)
+    if row is None or row["tenant_id"] != tenant_id:
+        raise InvalidInput(f"assignee_id {user_id!r} is not a user of this team", field="assignee_id")
+    if not row["active"]:
+        raise InvalidInput(f"assignee_id {user_id!r} is deactivated and cannot be assigned results",
+                           field="assignee_id")
+
+
+def _check_steps(steps: list[StepResult], available: int) -> None:
+    """Linear in the request's step results (at most ``STEP_RESULTS_MAX`` of them), whatever the case's
+    size: ``available`` is the checklist's length, computed by arithmetic, never by expanding it."""
+    seen: set[int] = set()
+    for position, step in enumerate(steps):
+        if step.index in seen:
+            raise InvalidInput(f"step_results[{position}].index {step.index} appears twice",
+                               field="step_results")
+        if step.index > available:
+            raise InvalidInput(f"step_results[{position}].index {step.index} is beyond the case's "
+                               f"{available:,} steps", field="step_results")
+        seen.add(step.index)
+
+
+async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | None) -> str | None:
+    case = None if case_id is None else await case_store.get_case(db, tenant_id, case_id)
+    return None if case is None else case["bdd_content"]
+
+
+async def update_result(
+    db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None
+) -> Saved:
+    """Applies the fields the body sets (last write wins). With ``loaded_updated_at`` (the version the
+    caller showed its user), a save over someone else's newer change still wins, and the answer says
+    whose change it replaced, so the first tester is told rather than silently overwritten."""
+    if body.assignee_id not in (msgspec.UNSET, None):
+        await check_assignee(db, tenant_id, body.assignee_id)
+    measured: tuple[str | None, int] | None = None
+    if body.step_results not in (msgspec.UNSET, None):
+        # the checklist's size before taking the write lock: parsing a long case (off the event loop)
+        # must not hold every other writer
+        before, _ = await _row(db, tenant_id, result_id)
+        text = await _case_text(db, tenant_id, before["test_case_id"])
+        measured = (text, await count_steps(text))
+    async with db.transaction() as tx:
+        row, linked = await _row(tx, tenant_id, result_id)
+        if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
+            field = "assignee_id" if body.assignee_id is not msgspec.UNSET else "step_results"
+            raise InvalidInput(f"{field}: an unlinked result (no test case) has no steps and cannot be assigned",
+                               field=field)
+        changes: dict[str, Any] = {}
+        for field in _FIELDS:
+            value = getattr(body, field)
+            if value is not msgspec.UNSET and value != row[field]:
+                changes[field] = value
+        if body.step_results is not msgspec.UNSET:
+            steps = body.step_results
+            if steps is not None:
+                text = await _case_text(tx, tenant_id, row["test_case_id"])
+                # the case changed since it was measured (rare): measure again, under the lock
+                available = measured[1] if measured is not None and measured[0] == text else await count_steps(text)
+                _check_steps(steps, available)
+                encoded = _steps_encoder.encode(sorted(steps, key=lambda s: s.index)).decode()
+            else:
+                encoded = None
+            if encoded != row["step_results"]:
+                changes["step_results"] = encoded
+        overwritten = (loaded_updated_at is not None and row["updated_at"] != loaded_updated_at)
+        if not changes:
+            attachments = await attachments_by_result(db, tenant_id, [result_id])
+            return Saved(_shape(row, attachments[result_id]))
+        now = now_iso()
+        actor = audit.current_actor()
+        changes["updated_at"] = now
+        if linked:
+            changes["updated_by"] = actor.name
+        new_status = changes.get("status")
+        if new_status is not None and new_status != "UNKNOWN":
+            changes["executed_at"] = now
+        if new_status is not None:
+            # a new status gets its fingerprint (FAILED/BROKEN) or loses it, and a matching known issue's bug
+            owner = await run_store.get_run(tx, tenant_id, row["run_id"])
+            assert owner is not None
+            key = changes.get("bug_ticket_key", row["bug_ticket_key"])
+            url = changes.get("bug_ticket_url", row["bug_ticket_url"])
+            fingerprint, stamped_key, stamped_url = await failures.restamp_one(
+                tx, tenant_id, owner["project_id"], row["run_id"], new_status, row["error_message"],
+                row["error_stack"], key, url)
+            changes["fingerprint"] = fingerprint
+            if stamped_key != key:
+                changes["bug_ticket_key"], changes["bug_ticket_url"] = stamped_key, stamped_url
+        await store.update_result(tx, tenant_id, result_id, linked, changes)
+        run = await run_store.get_run(tx, tenant_id, row["run_id"])
+        assert run is not None
+        if new_status is not None:
+            deltas = [0, 0, 0, 0, 0, 0]
+            deltas[STATUS_INDEX[row["status"]]] -= 1
+            deltas[STATUS_INDEX[new_status]] += 1
+            if new_status == "UNKNOWN":
+                await run_store.shift_counts(tx, tenant_id, run["id"], tuple(deltas), now)  # type: ignore[arg-type]
+            else:  # a real result: moves a PENDING run to IN_PROGRESS like any reported result
+                await run_store.add_results(tx, tenant_id, run["id"], tuple(deltas), now)  # type: ignore[arg-type]
+            if new_status == "FAILED":
+                await events.emit(tx, db, tenant_id, "test_run_result.failed", {
+                    "run_id": run["id"], "run_name": run["name"], "project_id": run["project_id"],
+                    "result_id": result_id, "test_case_id": row["test_case_id"],
+                    "test_case_code": row["test_case_code"], "title": row["title"],
+                    "error_message": row["error_message"],
+                    "bug_ticket_key": changes.get("bug_ticket_key", row["bug_ticket_key"]),
+                })
+            if linked and new_status != "UNKNOWN":
+                await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)
+        diff = {field: [row[field], value] for field, value in changes.items()
+                if field in _FIELDS}
+        if "step_results" in changes:
+            diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
+        await audit.record(tx, tenant_id, "result.updated", "result", result_id,
+                           {**diff, "run_id": [None, row["run_id"]]} if diff else {"run_id": [None, row["run_id"]]})
+        fresh, _ = await _row(tx, tenant_id, result_id)
+    attachments = await attachments_by_result(db, tenant_id, [result_id])
+    return Saved(_shape(fresh, attachments[result_id]),
+                 overwritten_by=(row["updated_by"] or "someone") if overwritten else None,
+                 overwritten_at=row["updated_at"] if overwritten else None)
+
+
+def _count_steps(encoded: str | None) -> str | None:
+    """The audit shows step results as a short summary, not the whole JSON."""
+    if not encoded:
+        return None
+    steps = msgspec.json.decode(encoded)
+    marked: dict[str, int] = {}
+    for step in steps:
+        marked[step["status"]] = marked.get(step["status"], 0) + 1
+    return ", ".join(f"{n} {status.lower()}" for status, n in sorted(marked.items()))
+
+
+async def assign_results(db: Database, tenant_id: str, run_id: str, result_ids: list[str],
+                         assignee_id: str | None) -> int:
+    """Assigns results of one run to a user (or to nobody): one UPDATE, one audit entry with the count.
+    Ids that are not linked results of this run are a 400 naming how many."""
+    if await run_store.get_run(db, tenant_id, run_id) is None:
+        raise NotFound(f"run {run_id} not found")
+    ids = list(dict.fromkeys(result_ids))
+    if assignee_id is not None:
+        await check_assignee(db, tenant_id, assignee_id)
+    async with db.transaction() as tx:
+        found = await store.count_in_run(tx, tenant_id, run_id, ids)
+        if found != len(ids):
+            raise InvalidInput(f"result_ids: {len(ids) - found} of {len(ids)} are not results of this run "
+                               "linked to a test case", field="result_ids")
+        changed = await store.assign(tx, tenant_id, run_id, ids, assignee_id, now_iso())
+        await audit.record(tx, tenant_id, "run.results_assigned", "run", run_id,
+                           {"assigned": changed, "assignee_id": assignee_id})
+    return changed
+
+
+async def my_work(db: Database, tenant_id: str, user_id: str, limit: int, offset: int) -> tuple[list[Row], int]:
+    return await store.my_work(db, tenant_id, user_id, limit, offset)

@@ -1,0 +1,220 @@
+"""Executing a run by hand: the step-by-step view of one result, "My work", and attachment upload.
+
+The execution view lists the case's Gherkin steps (Background first, an Outline once per Examples
+row) as a checklist; the tester marks each step, then the result (a status suggested from the steps),
+comment, duration (a running timer), bug and attachments. "Save and next untested" walks the run.
+
+Two testers on one result: the form carries the ``updated_at`` it was loaded with. The later save
+wins, and when someone else saved in between, the saver is told whose change they replaced and when;
+the page always shows who saved last, so the first tester sees the change when they come back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Router, get, post
+from litestar.plugins.flash import flash
+from litestar.response import Redirect, Template
+
+from tms.attachments import service as attachment_service
+from tms.attachments.models import Attachment, AttachmentList
+from tms.errors import DomainError, NotFound
+from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.library.cases import store as case_store
+from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
+from tms.runs import store as run_store
+from tms.runs.executions import service as executions
+from tms.runs.executions import store as execution_store
+from tms.runs.executions.models import ResultPatch
+from tms.runs.results.models import RESULT_STATUSES
+from tms.state import app_state, db_of
+from tms.team import service as team
+from tms.team.signin.session import page_guard, session_api_guard, web_user
+
+STEP_STATUSES = (("PASSED", "Passed", "p"), ("FAILED", "Failed", "f"), ("BROKEN", "Blocked", "b"),
+                 ("SKIPPED", "Skipped", "s"))
+_steps_decoder = msgspec.json.Decoder(list[dict[str, Any]])
+
+
+async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        row, linked = await executions.get_result_row(db, tenant, result_id)
+    except NotFound as exc:
+        raise not_found("result") from exc
+    if not linked:
+        raise not_found("test case result")
+    run = await run_store.get_run(db, tenant, row["run_id"])
+    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
+    position, total = await execution_store.neighbours(db, tenant, row["run_id"], result_id)
+    members = await team.list_users(db, tenant)
+    steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
+    # one page of the checklist (parsed off the event loop when long): a case stored before the limit
+    # can expand to 100,000 steps, and the page's time and size must not grow with that
+    page = await load_checklist_page(case["bdd_content"] if case else None, steps_page)
+    return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
+            "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
+            "position": position, "run_total": total,
+            "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
+            "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
+            "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES,
+            "can_write": user_of(request).has_role("tester")}
+
+
+def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    return {"status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
+            "bug_ticket_url": row["bug_ticket_url"] or "", "duration_ms": row["duration_ms"] or 0,
+            "assignee_id": row["assignee_id"] or "", "loaded_updated_at": row["updated_at"],
+            "steps": {i: s["status"] for i, s in steps.items()},
+            "notes": {i: s.get("comment") or "" for i, s in steps.items()}}
+
+
+def _page_number(raw: object) -> int:
+    try:
+        return max(1, min(int(str(raw)), 2_147_483_647))
+    except ValueError:
+        return 1
+
+
+@get("/results/{result_id:str}/execute")
+async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1) -> Template:
+    context = await _context(request, result_id, _page_number(steps_page))
+    return render(request, "runs/execute.html", active_nav="runs", errors={},
+                  form=_form_from_row(context["result"], context["steps"]), **context)
+
+
+def _read_form(single: dict[str, str], first: int, last: int,
+               kept: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """(form as typed, patch fields, errors by field): every wrong field is named at once.
+
+    The form holds one page of steps (``first`` .. ``last``); ``kept`` are the stored step results of
+    the other pages, saved again unchanged."""
+    errors: dict[str, str] = {}
+    form: dict[str, Any] = {key: single.get(key, "") for key in ("status", "comment", "bug_ticket_key",
+                                                                 "bug_ticket_url", "assignee_id",
+                                                                 "loaded_updated_at")}
+    form["duration_ms"] = single.get("duration_ms", "")
+    if form["status"] not in RESULT_STATUSES:
+        errors["status"] = "Choose the result's status."
+    if len(form["comment"]) > 20_000:
+        errors["comment"] = "At most 20,000 characters."
+    key, url = form["bug_ticket_key"].strip(), form["bug_ticket_url"].strip()
+    if len(key) > 100:
+        errors["bug_ticket_key"] = "At most 100 characters."
+    if url and (not url.lower().startswith(("http://", "https://")) or len(url) > 2000 or " " in url):
+        errors["bug_ticket_url"] = "Enter an http:// or https:// address."
+    duration: int | None = None
+    raw = str(form["duration_ms"]).strip()
+    if raw:
+        try:
+            duration = int(raw)
+            if duration < 0:
+                raise ValueError
+        except ValueError:
+            errors["duration_ms"] = "The duration is a whole number of milliseconds."
+    steps, notes = {}, {}
+    step_results = [item for item in kept if item["index"] < first]
+    for index in range(first, last + 1):
+        status = single.get(f"step_{index}", "")
+        note = single.get(f"note_{index}", "")
+        notes[index] = note
+        if status:
+            steps[index] = status
+            if status not in RESULT_STATUSES:
+                errors[f"step_{index}"] = "Unknown step status."
+                continue
+            if len(note) > 2000:
+                errors[f"note_{index}"] = "At most 2,000 characters."
+                continue
+            item: dict[str, Any] = {"index": index, "status": status}
+            if note.strip():
+                item["comment"] = note.strip()
+            step_results.append(item)
+        elif note.strip():
+            errors[f"step_{index}"] = "Mark the step before adding a note."
+    step_results += [item for item in kept if item["index"] > last]
+    form["steps"], form["notes"] = steps, notes
+    patch = {"status": form["status"], "comment": form["comment"].strip() or None, "bug_ticket_key": key or None,
+             "bug_ticket_url": url or None, "duration_ms": duration, "step_results": step_results or None,
+             "assignee_id": form["assignee_id"] or None}
+    return form, patch, errors
+
+
+@post("/results/{result_id:str}/execute", status_code=303)
+async def save_execution(request: AnyRequest, result_id: str) -> Template | Redirect:
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        row, linked = await executions.get_result_row(db, tenant, result_id)
+    except NotFound as exc:
+        raise not_found("result") from exc
+    if not linked:
+        raise not_found("test case result")
+    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    single, _ = await form_of(request)
+    # the form holds one page of the checklist: its size is counted (off the event loop when long,
+    # never expanded), and the stored marks of the other pages are kept
+    total = await count_steps(case["bdd_content"] if case else None)
+    steps_page, _, first, last = page_bounds(total, _page_number(single.get("steps_page", "1")))
+    stored = _steps_decoder.decode(row["step_results"]) if row["step_results"] else []
+    kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]
+    # the full page context is read only when the form comes back with errors: a save stays cheap
+    form, patch, errors = _read_form(single, first, last, kept)
+    if not errors:
+        try:
+            body = msgspec.convert(patch, ResultPatch)
+            saved = await executions.update_result(db_of(request), tenant_of(request), result_id, body,
+                                                   loaded_updated_at=form["loaded_updated_at"] or None)
+        except msgspec.ValidationError as exc:
+            errors["form"] = str(exc)
+        except DomainError as exc:
+            errors[exc.field or "form"] = exc.detail
+    if errors:
+        return render(request, "runs/execute.html", status_code=400, active_nav="runs", errors=errors, form=form,
+                      **await _context(request, result_id, steps_page))
+    if saved.overwritten_by:
+        flash(request, f"Saved. Note: {saved.overwritten_by} had changed this result at "
+                          f"{(saved.overwritten_at or '')[:19].replace('T', ' ')} UTC after you opened it; "
+                          "your save replaced their change (it is in the history).", "warning")
+    run_id = row["run_id"]
+    if single.get("next"):
+        me = user_of(request).id
+        following = (await execution_store.next_untested(db, tenant, run_id, result_id, me)
+                     or await execution_store.next_untested(db, tenant, run_id, result_id, None))
+        if following:
+            return done(request, f"/results/{following}/execute", "Saved.")
+        return done(request, f"/runs/{run_id}", "Saved. No untested result is left in this run.")
+    page_query = f"?steps_page={steps_page}" if steps_page > 1 else ""
+    return done(request, f"/results/{result_id}/execute{page_query}", "Saved.")
+
+
+@get("/my-work")
+async def my_work(request: AnyRequest, offset: int = 0) -> Template:
+    user = user_of(request)
+    offset = max(0, offset)
+    rows, total = await executions.my_work(db_of(request), tenant_of(request), user.id, 100, offset)
+    return render(request, "runs/my_work.html", active_nav="my-work", rows=rows,
+                  pager=page_numbers(total, 100, offset), pager_query="")
+
+
+@post("/api/results/{result_id:str}/attachments", status_code=201, request_max_body_size=None)
+async def upload_attachment(request: Request[Any, Any, Any], result_id: str) -> AttachmentList:
+    """The execution view's upload (drag and drop, pasted screenshots): the API's own checks."""
+    state = app_state(request)
+    created = await attachment_service.upload(
+        state.db, web_user(request).tenant_id, result_id,
+        content_type=request.headers.get("content-type", ""), content_length=request.content_length,
+        body=request.stream(), directory=state.config.attachments_dir,
+        max_bytes=int(state.config.get("attachments.max_bytes")))
+    return AttachmentList(data=msgspec.convert(created, list[Attachment]))
+
+
+def router() -> Router:
+    return Router(path="/", route_handlers=[execute_page, save_execution, my_work], guards=[page_guard],
+                  include_in_schema=False)
+
+
+def upload_router() -> Router:
+    return Router(path="/", route_handlers=[upload_attachment], guards=[session_api_guard], include_in_schema=False)

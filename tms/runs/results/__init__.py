@@ -1,0 +1,1 @@
+"""Results of a run: the API, their rows and their store."""

@@ -1,0 +1,1 @@
+"""Retention: the sweep of unlinked results and of old runs."""

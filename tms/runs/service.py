@@ -1,0 +1,267 @@
+"""Test runs: creation (optionally pre-populated), status transitions and the completed event."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from tms.db import Database, Row, Transaction
+from tms.errors import Conflict, InvalidInput, NotFound
+from tms.http.paging import check_choice, page_window
+from tms.ids import new_id, new_ids, now_iso
+from tms.library.cases import store as case_store
+from tms.library.cases.models import CODE_PATTERN, Pagination
+from tms.library.projects import store as project_store
+from tms.notifications import events
+from tms.planning.milestones.service import require_milestone
+from tms.runs import store as run_store
+from tms.runs.models import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
+from tms.runs.results import store as result_store
+from tms.runs.results.rows import STATUS_INDEX, placeholder_row
+from tms.team.audit import service as audit
+
+_CODE = re.compile(CODE_PATTERN)
+
+
+def run_from_row(row: Row) -> Run:
+    return Run(
+        id=row["id"],
+        name=row["name"],
+        project_id=row["project_id"],
+        environment=row["environment"],
+        status=row["status"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        completed_at=row["completed_at"],
+        counts=RunCounts(
+            total=row["results_total"],
+            passed=row["results_passed"],
+            failed=row["results_failed"],
+            broken=row["results_broken"],
+            skipped=row["results_skipped"],
+            unknown=row["results_unknown"],
+        ),
+        milestone_id=row["milestone_id"],
+        plan_id=row["plan_id"],
+        summary=row.get("summary"),
+    )
+
+
+def completed_event(run: Row) -> dict[str, Any]:
+    """``data`` of test_run.completed; the counts include unlinked results."""
+    return {
+        "run_id": run["id"],
+        "run_name": run["name"],
+        "project_id": run["project_id"],
+        "environment": run["environment"],
+        "total": run["results_total"],
+        "passed": run["results_passed"],
+        "failed": run["results_failed"],
+        "broken": run["results_broken"],
+        "skipped": run["results_skipped"],
+    }
+
+
+async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
+    """The project a new run (POST /runs, ingest, a plan) goes into: an unknown project (or another
+    tenant's) is a missing resource, 404 as for ids in paths; an archived one refuses new runs, 409."""
+    exists, archived_at = await project_store.archived_at(db, tenant_id, project_id)
+    if not exists:
+        raise NotFound(f"project {project_id} not found", field="project_id")
+    if archived_at is not None:
+        raise Conflict(f"project {project_id} is archived and takes no new runs or ingests; "
+                       "unarchive it first (PATCH /api/v1/projects/{id} with archived false)",
+                       field="project_id")
+
+
+async def resolve_case_refs(
+    db: Database | Transaction, tenant_id: str, refs: list[str], field: str = "test_case_ids"
+) -> dict[str, Row]:
+    """case id -> (id, code, title) of each case named by cuid or code, in order, without repeats;
+    two queries however many. Any unknown reference is a 400 naming the first few."""
+    refs = list(dict.fromkeys(refs))
+    # codes match the contract's pattern and cuids never do: each ref is looked up where it can be
+    # (10,000 cuids would otherwise cost 10,000 missed code probes); whatever that misses, both ways
+    codes = [ref for ref in refs if _CODE.match(ref)]
+    ids = [ref for ref in refs if not _CODE.match(ref)]
+    by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, codes)} if codes else {}
+    by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, ids)} if ids else {}
+    missed = [ref for ref in refs if ref not in by_code and ref not in by_id]
+    if missed:
+        by_code.update((row["code"], row) for row in await case_store.resolve_codes(db, tenant_id, missed))
+        by_id.update((row["id"], row) for row in await case_store.resolve_ids(db, tenant_id, missed))
+    cases: dict[str, Row] = {}
+    unknown = []
+    for ref in refs:
+        case = by_code.get(ref) or by_id.get(ref)
+        if case is None:
+            unknown.append(ref)
+        else:
+            cases.setdefault(case["id"], case)
+    if unknown:
+        shown = ", ".join(unknown[:20]) + (" …" if len(unknown) > 20 else "")
+        raise InvalidInput(f"{field}: no such test case in this tenant: {shown}", field=field)
+    return cases
+
+
+async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
+    """A PENDING run; each of ``test_case_ids`` (cuids or codes) gets one UNKNOWN result.
+
+    The placeholders are not reported results, so the run stays PENDING until the first real one.
+    """
+    name = body.name.strip()
+    if not name:
+        raise InvalidInput("name must not be blank", field="name")
+    await require_project(db, tenant_id, body.project_id)
+    cases = await resolve_case_refs(db, tenant_id, body.test_case_ids)
+    if body.milestone_id is not None:
+        await require_milestone(db, tenant_id, body.milestone_id, body.project_id)
+
+    run_id, now = new_id(), now_iso()
+    rows = [
+        placeholder_row(result_id, tenant_id, run_id, case, now)
+        for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
+    ]
+    async with db.transaction() as tx:
+        await run_store.insert_run(
+            tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id, name=name,
+            environment=body.environment, status="PENDING", created_at=now,
+            counts=(len(rows), 0, 0, 0, 0, len(rows)), milestone_id=body.milestone_id,
+        )
+        await result_store.upsert_linked(tx, rows)
+        await audit.record(tx, tenant_id, "run.created", "run", run_id,
+                           {"name": name, "project_id": body.project_id, "environment": body.environment,
+                            "cases": len(rows)})
+        row = await run_store.get_run(tx, tenant_id, run_id)
+    assert row is not None
+    return run_from_row(row)
+
+
+async def get_run(db: Database, tenant_id: str, run_id: str) -> Run:
+    row = await run_store.get_run(db, tenant_id, run_id)
+    if row is None:
+        raise NotFound(f"run {run_id} not found")
+    return run_from_row(row)
+
+
+async def list_runs(
+    db: Database,
+    tenant_id: str,
+    *,
+    project_id: str | None = None,
+    status: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+    milestone_id: str | None = None,
+    plan_id: str | None = None,
+) -> tuple[list[Run], Pagination]:
+    limit, offset = page_window(limit, offset)
+    check_choice(status, RUN_STATUSES, "status")
+    rows, total = await run_store.list_runs(
+        db, tenant_id, project_id=project_id, status=status, limit=limit, offset=offset,
+        milestone_id=milestone_id, plan_id=plan_id,
+    )
+    return [run_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate) -> Run:
+    """Sets name, environment or status (any status from any). Entering COMPLETED fires the event once;
+    PATCHing a completed run to COMPLETED again fires nothing."""
+    changes: dict[str, Any] = {}
+    if body.name is not msgspec.UNSET:
+        changes["name"] = body.name.strip()
+        if not changes["name"]:
+            raise InvalidInput("name must not be blank", field="name")
+    if body.environment is not msgspec.UNSET:
+        changes["environment"] = body.environment
+    if body.summary is not msgspec.UNSET:
+        changes["summary"] = body.summary.strip() or None if body.summary is not None else None
+    async with db.transaction() as tx:
+        row = await run_store.get_run(tx, tenant_id, run_id)
+        if row is None:
+            raise NotFound(f"run {run_id} not found")
+        if body.milestone_id is not msgspec.UNSET and body.milestone_id != row["milestone_id"]:
+            if body.milestone_id is not None:
+                await require_milestone(tx, tenant_id, body.milestone_id, row["project_id"])
+            changes["milestone_id"] = body.milestone_id
+        now = now_iso()
+        entering_completed = body.status == "COMPLETED" and row["status"] != "COMPLETED"
+        if body.status is not msgspec.UNSET and body.status != row["status"]:
+            changes["status"] = body.status
+            if entering_completed:
+                changes["completed_at"] = now
+        if changes:
+            changes["updated_at"] = now
+            old = row
+            await run_store.update_run(tx, tenant_id, run_id, changes)
+            row = await run_store.get_run(tx, tenant_id, run_id)
+            assert row is not None
+            diff = audit.changes_between(old, row, ("name", "environment", "status", "summary"))
+            if diff:
+                action = "run.completed" if entering_completed else "run.updated"
+                await audit.record(tx, tenant_id, action, "run", run_id, diff)
+        if entering_completed:
+            await events.emit(tx, db, tenant_id, "test_run.completed", completed_event(row))
+    return run_from_row(row)
+
+
+OPEN_STATUSES = ("PENDING", "IN_PROGRESS")
+
+
+async def _open_run(tx: Transaction, tenant_id: str, run_id: str) -> Row:
+    run = await run_store.get_run(tx, tenant_id, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    if run["status"] not in OPEN_STATUSES:
+        raise Conflict(f"run {run_id} is {run['status']}: cases can only be added to or removed from a "
+                       "PENDING or IN_PROGRESS run")
+    return run
+
+
+async def add_cases_to_run(
+    tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str], *, resolved: dict[str, Row] | None = None
+) -> int:
+    """Adds each case (cuid or code) to the run as an ``UNKNOWN`` result, inside the caller's transaction.
+
+    ``resolved`` (from ``resolve_case_refs`` in the same transaction) spares the look-up when the caller
+    fills several runs with the same cases: a plan resolves its selection once for all its runs.
+
+    A case the run already holds keeps its result. One executemany whatever the number of cases; the
+    run's summary counts grow by the rows added (total and unknown) and its status stays as it is,
+    because a placeholder is not a reported result. Records one audit entry with the count.
+    Returns the number of results added. Unknown cases are a 400; a completed run a 409.
+    """
+    await _open_run(tx, tenant_id, run_id)
+    cases = resolved if resolved is not None else await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
+    if not cases:
+        return 0
+    now = now_iso()
+    rows = [
+        placeholder_row(result_id, tenant_id, run_id, case, now)
+        for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
+    ]
+    added = await result_store.insert_placeholders(tx, run_id, rows)
+    if added:
+        await run_store.shift_counts(tx, tenant_id, run_id, (added, 0, 0, 0, 0, added), now)
+        await audit.record(tx, tenant_id, "run.cases_added", "run", run_id, {"added": added})
+    return added
+
+
+async def remove_cases_from_run(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> int:
+    """Removes the cases' results (whatever their status) from an open run; keeps the counts right.
+
+    Their attachments are collected by the daily orphan sweep. Returns the number of results removed.
+    """
+    await _open_run(tx, tenant_id, run_id)
+    cases = await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
+    deleted = await result_store.delete_for_cases(tx, tenant_id, run_id, list(cases))
+    if not deleted:
+        return 0
+    deltas = [-len(deleted), 0, 0, 0, 0, 0]
+    for row in deleted:
+        deltas[STATUS_INDEX[row["status"]]] -= 1
+    await run_store.shift_counts(tx, tenant_id, run_id, tuple(deltas), now_iso())  # type: ignore[arg-type]
+    await audit.record(tx, tenant_id, "run.cases_removed", "run", run_id, {"removed": len(deleted)})
+    return len(deleted)

@@ -1,0 +1,299 @@
+"""Runs: list with status and counts; run page with results, attachments, unlinked results, Mark completed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from litestar import Router, get, post
+from litestar.response import File, Redirect, Template
+
+from tms.attachments import service as attachment_service
+from tms.attachments.api import attachment_file
+from tms.errors import DomainError, NotFound
+from tms.failures import service as failure_service
+from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.http.paging import page_offset
+from tms.library.cases import service as case_service
+from tms.library.cases import views as case_views
+from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
+from tms.library.projects import service as project_service
+from tms.planning.milestones import service as milestone_service
+from tms.runs import listing as run_views
+from tms.runs import service as run_service
+from tms.runs.executions import service as executions
+from tms.runs.models import RUN_STATUSES, RunCreate, RunUpdate
+from tms.runs.results import store as result_store
+from tms.state import app_state, db_of
+from tms.team import service as team
+from tms.team.audit import service as audit
+from tms.team.signin.session import page_guard
+
+PAGE_SIZE = 50
+RESULT_STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+# results shown per page of a run; a 20,000-result nightly run must not become a 50 MB page
+RESULTS_PAGE = 200
+
+
+def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
+    """(status, count, percent) for the stacked bar of a run."""
+    total = counts.total or 0
+    pairs = [("PASSED", counts.passed), ("FAILED", counts.failed), ("BROKEN", counts.broken),
+             ("SKIPPED", counts.skipped), ("UNKNOWN", counts.unknown)]
+    return [(status, n, 100.0 * n / total) for status, n in pairs if n and total]
+
+
+@get("/runs")
+async def list_runs(request: AnyRequest, offset: int = 0, project_id: str | None = None,
+                    status: str | None = None) -> Template:
+    db, tenant = db_of(request), tenant_of(request)
+    status = status if status in RUN_STATUSES else None
+    offset = page_offset(offset)
+    rows, total = await run_views.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
+                                                   limit=PAGE_SIZE, offset=offset)
+    runs = [run_service.run_from_row(row) for row in rows]
+    projects = await project_service.list_projects(db, tenant)
+    query = {"project_id": project_id or "", "status": status or ""}
+    return render(request, "runs/list.html", active_nav="runs", runs=runs, projects=projects,
+                  project_names={p.id: p.name for p in projects}, statuses=RUN_STATUSES, query=query,
+                  bars={run.id: bar_segments(run.counts) for run in runs},
+                  pager=page_numbers(total, PAGE_SIZE, offset),
+                  pager_query=urlencode({k: v for k, v in query.items() if v}), filtered=any(query.values()))
+
+
+async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
+    try:
+        return await run_service.get_run(db_of(request), tenant_of(request), run_id)
+    except NotFound as exc:
+        raise not_found("run") from exc
+
+
+@get("/runs/{run_id:str}")
+async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0,
+                   unlinked_offset: int = 0, assignee: str | None = None) -> Template:
+    """Linked and unlinked results each a page at a time (``offset``, ``unlinked_offset``); filters by
+    status and assignee (a user id, "me", or "none" for the unassigned)."""
+    db, tenant = db_of(request), tenant_of(request)
+    run = await _run_or_404(request, run_id)
+    status = status if status in RESULT_STATUSES else None
+    offset, unlinked_offset = page_offset(offset), page_offset(unlinked_offset)
+    members = await team.list_users(db, tenant)
+    if assignee == "me":
+        assignee = user_of(request).id
+    assignee = assignee if assignee == "none" or assignee in {m["id"] for m in members} else None
+    # one scan of the run's linked rows gives the status tabs, the assignee filter and the page count
+    linked_counts, assignee_counts, pairs = await run_views.linked_counts(db, tenant, run.id)
+    unlinked_counts = await run_views.unlinked_status_counts(db, tenant, run.id)
+    by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
+    if assignee:
+        wanted = None if assignee == "none" else assignee
+        linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
+        linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status,
+                                             limit=RESULTS_PAGE, offset=offset, assignee=assignee)
+    else:
+        linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
+        linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
+                                                 limit=RESULTS_PAGE, linked_total=linked_total)
+    unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
+    unlinked = [] if assignee else await result_store.page_for_run(
+        db, tenant, run.id, unlinked=True, offset=unlinked_offset, status=status, limit=RESULTS_PAGE,
+        linked_total=linked_total)
+    # attachments of the shown rows only, through the attachments service (one query per 500 ids)
+    attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
+    for row in linked + unlinked:
+        row["attachments"] = attachments.get(row["id"], [])
+    try:
+        project = await project_service.get_project(db, tenant, run.project_id)
+    except NotFound:
+        project = None
+    history, _, _, _ = await audit.list_entries(db, tenant, entity_type="run", entity_id=run.id, limit=20)
+    names = {m["id"]: m["name"] or m["email"] for m in members}
+    clusters = await failure_service.clusters(db, tenant, run.id)
+    return render(request, "runs/detail.html", active_nav="runs", run=run, project=project, clusters=clusters,
+                  linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
+                  status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
+                  bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
+                  pager_query=urlencode({k: v for k, v in (("status", status), ("assignee", assignee),
+                                                           ("unlinked_offset", unlinked_offset)) if v}),
+                  unlinked_pager=page_numbers(unlinked_total, RESULTS_PAGE, unlinked_offset),
+                  unlinked_pager_query=urlencode({k: v for k, v in (("status", status), ("offset", offset)) if v}),
+                  assignee=assignee, names=names,
+                  assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
+                  assignee_counts=assignee_counts,
+                  open=run.status in run_service.OPEN_STATUSES, history=history,
+                  can_write=user_of(request).has_role("tester"))
+
+
+@post("/runs/{run_id:str}/complete", status_code=303)
+async def complete_run(request: AnyRequest, run_id: str) -> Redirect:
+    """Through the runs service, so test_run.completed fires exactly as it does for PATCH."""
+    run = await _run_or_404(request, run_id)
+    single, _ = await form_of(request)
+    summary = single.get("summary", "").strip()[:20_000] or None
+    if run.status == "COMPLETED":
+        return done(request, f"/runs/{run.id}", "This run is already completed.", "info")
+    await run_service.update_run(db_of(request), tenant_of(request), run.id,
+                                 RunUpdate(status="COMPLETED", summary=summary))
+    return done(request, f"/runs/{run.id}", f"Run “{run.name}” marked completed.")
+
+
+def _filters_from(values: Any, prefix: str = "") -> case_service.CaseQuery:
+    """The picker's filter (the case list's own query parameters, ``f_``-prefixed when posted back)."""
+    def get_value(key: str) -> str:
+        return str(values.get(prefix + key) or "").strip()
+
+    tag = get_value("tag")[:100]
+    return case_service.CaseQuery(
+        q=get_value("q")[:200] or None, project_id=get_value("project_id") or None,
+        status=_choice(get_value("status"), STATUSES),
+        automation_status=_choice(get_value("automation_status"), AUTOMATION),
+        priority=_choice(get_value("priority"), PRIORITIES), layer=_choice(get_value("layer"), LAYERS),
+        tags=(tag,) if tag else (), section_id=get_value("section_id") or None,
+        include_subsections=get_value("sub") == "1")
+
+
+PICK_LIMIT = 500  # cases listed with a checkbox; "all matching the filter" takes up to MAX_CASES
+MAX_CASES = 50_000
+FILTER_FIELDS = ("q", "project_id", "status", "automation_status", "priority", "layer", "tag", "section_id", "sub")
+
+
+async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] | None = None,
+                  errors: dict[str, str] | None = None, status_code: int = 200,
+                  filters: case_service.CaseQuery | None = None) -> Template:
+    """The case picker: the new-run form, or "Add cases" to an open run."""
+    db, tenant = db_of(request), tenant_of(request)
+    filters = filters or _filters_from(request.query_params)
+    if run is not None:
+        filters = dataclasses.replace(filters, project_id=run.project_id)
+    rows, page = await case_service.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
+    total = page.total
+    already = await case_views.in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
+    projects = await project_service.list_open_projects(db, tenant)
+    form = form or {"name": "", "project_id": filters.project_id or "", "environment": "", "case_ids": [],
+                    "all_matching": False, "milestone_id": str(request.query_params.get("milestone_id") or "")}
+    milestones, _ = await milestone_service.list_milestones(db, tenant, status="OPEN", limit=500)
+    environments = sorted({e for p in projects for e in p.environments})
+    query = {"q": filters.q or "", "project_id": filters.project_id or "", "status": filters.status or "",
+             "automation_status": filters.automation_status or "", "priority": filters.priority or "",
+             "layer": filters.layer or "", "tag": filters.tags[0] if filters.tags else "",
+             "section_id": filters.section_id or "", "sub": "1" if filters.include_subsections else ""}
+    return render(request, "runs/pick.html", status_code=status_code, active_nav="runs", run=run,
+                  cases=rows, total=total, shown=len(rows), already=already, projects=projects,
+                  environments=environments, form=form, errors=errors or {}, query=query,
+                  milestones=[m for m in milestones if not form["project_id"] or m.project_id == form["project_id"]],
+                  statuses=STATUSES, automation=AUTOMATION, priorities=PRIORITIES, layers=LAYERS,
+                  filtered=any(v for k, v in query.items() if k != "project_id" or run is None))
+
+
+@get("/runs/new")
+async def new_run_page(request: AnyRequest) -> Template:
+    return await _picker(request)
+
+
+async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict[str, list[str]]) -> list[str]:
+    if single.get("all_matching"):
+        filters = _filters_from(single, "f_")
+        return (await case_service.matching_ids(db_of(request), tenant_of(request), filters))[:MAX_CASES]
+    return list(dict.fromkeys(multi.get("case_ids", [])))
+
+
+@post("/runs/new", status_code=303)
+async def create_run(request: AnyRequest) -> Template | Redirect:
+    single, multi = await form_of(request)
+    name, project_id = single.get("name", ""), single.get("project_id", "")
+    environment, milestone_id = single.get("environment", ""), single.get("milestone_id", "")
+    form = {"name": name, "project_id": project_id, "environment": environment,
+            "case_ids": multi.get("case_ids", []), "all_matching": bool(single.get("all_matching")),
+            "milestone_id": milestone_id}
+    errors: dict[str, str] = {}
+    if not name.strip():
+        errors["name"] = "Give the run a name."
+    elif len(name) > 200:
+        errors["name"] = "At most 200 characters."
+    if not project_id:
+        errors["project_id"] = "Choose a project."
+    if len(environment) > 100:
+        errors["environment"] = "At most 100 characters."
+    filters = _filters_from(single, "f_")
+    if errors:
+        return await _picker(request, form=form, errors=errors, status_code=400, filters=filters)
+    case_ids = await _chosen_cases(request, single, multi)
+    try:
+        run = await run_service.create_run(db_of(request), tenant_of(request), RunCreate(
+            name=name.strip(), project_id=project_id,
+            environment=environment.strip() or None, test_case_ids=case_ids,
+            milestone_id=milestone_id or None))
+    except DomainError as exc:
+        field = {"test_case_ids": "case_ids"}.get(exc.field or "", exc.field or "name")
+        return await _picker(request, form=form, errors={field: exc.detail}, status_code=400, filters=filters)
+    return done(request, f"/runs/{run.id}", f"Run “{run.name}” created with {run.counts.total} cases.")
+
+
+@get("/runs/{run_id:str}/add")
+async def add_cases_page(request: AnyRequest, run_id: str) -> Template:
+    return await _picker(request, run=await _run_or_404(request, run_id))
+
+
+@post("/runs/{run_id:str}/add", status_code=303)
+async def add_cases(request: AnyRequest, run_id: str) -> Template | Redirect:
+    run = await _run_or_404(request, run_id)
+    single, multi = await form_of(request)
+    case_ids = await _chosen_cases(request, single, {**multi})
+    if not case_ids:
+        return await _picker(request, run=run, errors={"case_ids": "Tick at least one case, or “all matching”."},
+                             status_code=400, filters=_filters_from(single, "f_"))
+    try:
+        db = db_of(request)
+        async with db.transaction() as tx:
+            added = await run_service.add_cases_to_run(tx, tenant_of(request), run.id, case_ids)
+    except DomainError as exc:
+        return await _picker(request, run=run, errors={"case_ids": exc.detail}, status_code=400,
+                             filters=_filters_from(single, "f_"))
+    return done(request, f"/runs/{run.id}", f"{added} case{'s' if added != 1 else ''} added to the run.")
+
+
+@post("/runs/{run_id:str}/bulk", status_code=303)
+async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
+    """The run page's selection: assign the ticked results to someone (or nobody), or remove them."""
+    run = await _run_or_404(request, run_id)
+    single, multi = await form_of(request)
+    result_ids = list(dict.fromkeys(multi.get("result_ids", [])))
+    back = f"/runs/{run.id}" + (("?" + single["back"]) if single.get("back") else "")
+    if not result_ids:
+        return done(request, back, "Select at least one result first.", "error")
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        if single.get("action") == "remove":
+            rows = await db.fetch_all(
+                "SELECT test_case_id FROM test_results WHERE run_id = ? AND tenant_id = ? "
+                "AND id IN (SELECT value FROM json_each(?))", (run.id, tenant, json.dumps(result_ids)))
+            async with db.transaction() as tx:
+                removed = await run_service.remove_cases_from_run(tx, tenant, run.id,
+                                                                  [r["test_case_id"] for r in rows])
+            return done(request, back, f"{removed} result{'s' if removed != 1 else ''} removed from the run.")
+        assignee = single.get("assignee_id") or None
+        count = await executions.assign_results(db, tenant, run.id, result_ids, assignee)
+    except DomainError as exc:
+        return done(request, back, exc.detail, "error")
+    who = "nobody" if assignee is None else "the chosen tester"
+    return done(request, back, f"{count} result{'s' if count != 1 else ''} assigned to {who}.")
+
+
+@get("/web/attachments/{attachment_id:str}")
+async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
+    """The API's download for a signed-in user: same checks, same defensive headers."""
+    state = app_state(request)
+    try:
+        stored = await attachment_service.open_attachment(state.db, tenant_of(request), attachment_id,
+                                                          state.config.attachments_dir)
+    except NotFound as exc:
+        raise not_found("attachment") from exc
+    return attachment_file(stored)
+
+
+def router() -> Router:
+    return Router(path="/", route_handlers=[list_runs, new_run_page, create_run, run_page, complete_run,
+                                            add_cases_page, add_cases, bulk_results, download_attachment],
+                  guards=[page_guard], include_in_schema=False)

@@ -1,1 +1,0 @@
-"""Domain rules. Handlers call these; these call the store modules inside one transaction."""

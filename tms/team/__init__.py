@@ -1,0 +1,1 @@
+"""The team: users and roles, sign-in, tokens, tenants, audit."""

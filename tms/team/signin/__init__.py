@@ -1,0 +1,1 @@
+"""Sign-in: pages, sessions, throttling."""

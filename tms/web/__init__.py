@@ -1,1 +1,0 @@
-"""The session-authenticated web interface and the internal /api/webhooks API."""

@@ -1,1 +1,0 @@
-"""Outbound webhooks: the outbox dispatcher, one delivery attempt, signing, SSRF checks."""
