@@ -22,7 +22,8 @@ from tms.team.audit import service as audit
 from tms.team.tenants import store as tenant_store
 from tms.team.tokens import store as token_store
 
-SCOPES = ("read", "write")
+# scim: the SCIM 2.0 provisioning endpoints (/scim/v2) alone; read and write do not reach them
+SCOPES = ("read", "write", "scim")
 PREFIX_LENGTH = 8
 SECRET_LENGTH = 40
 _PREFIX_ALPHABET = string.ascii_lowercase + string.digits
@@ -56,9 +57,9 @@ def parse_scopes(raw: str | list[str]) -> list[str]:
     requested = {item.strip().lower() for item in items if item.strip()}
     unknown = sorted(requested - set(SCOPES))
     if unknown:
-        raise InvalidInput(f"unknown scope {unknown[0]!r}; allowed: read, write", field="scopes")
+        raise InvalidInput(f"unknown scope {unknown[0]!r}; allowed: {', '.join(SCOPES)}", field="scopes")
     if not requested:
-        raise InvalidInput("choose at least one scope: read, write", field="scopes")
+        raise InvalidInput(f"choose at least one scope: {', '.join(SCOPES)}", field="scopes")
     return [scope for scope in SCOPES if scope in requested]
 
 
