@@ -47,8 +47,9 @@ def test_all_accepted_is_201_with_every_field_stored(setup) -> None:
     assert set(rows[0]) == {"id", "test_case_id", "test_case_code", "title", "status", "comment", "bug_ticket_key",
                             "bug_ticket_url", "duration_ms", "framework", "error_message", "error_stack",
                             "executed_at", "created_at", "updated_at", "attachments", "case_version", "assignee_id",
-                            "step_results", "fingerprint"}
+                            "step_results", "fingerprint", "source"}
     assert {k: rows[0][k] for k in ALL_FIELDS} == ALL_FIELDS
+    assert [row["source"] for row in rows] == ["automated", "automated"]
     assert (rows[0]["test_case_id"], rows[0]["test_case_code"], rows[0]["title"]) == (
         cases[0]["id"], cases[0]["code"], "Case 0")
     assert rows[0]["attachments"] == []

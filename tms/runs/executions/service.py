@@ -139,6 +139,8 @@ async def update_result(
             return Saved(_shape(row, attachments[result_id]))
         now = now_iso()
         actor = audit.current_actor()
+        if ("status" in changes or "step_results" in changes) and row["source"] != "manual":
+            changes["source"] = "manual"  # a person set the outcome (issue 24)
         changes["updated_at"] = now
         if linked:
             changes["updated_by"] = actor.name

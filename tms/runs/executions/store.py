@@ -10,13 +10,13 @@ from tms.db import Database, Row, Transaction
 _LINKED = (
     "id, run_id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, "
     "duration_ms, framework, error_message, error_stack, executed_at, created_at, updated_at, assignee_id, "
-    "step_results, updated_by, case_version, fingerprint"
+    "step_results, updated_by, case_version, fingerprint, source"
 )
 _UNLINKED = _LINKED.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code").replace(
     "assignee_id, step_results, updated_by, case_version",
     "NULL AS assignee_id, NULL AS step_results, NULL AS updated_by, NULL AS case_version")
 UPDATABLE = {"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
-             "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint"}
+             "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source"}
 UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
 
 

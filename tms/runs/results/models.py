@@ -12,6 +12,7 @@ from tms.library.cases.models import Pagination
 
 ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
 RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+ResultSource = Literal["automated", "manual"]
 
 Ref = Annotated[str, msgspec.Meta(max_length=100)]
 Text = Annotated[str, msgspec.Meta(max_length=20_000)]
@@ -103,6 +104,9 @@ class Result(msgspec.Struct):
     # team work (migration 0016): who should execute it, and the outcome of each step (JSON as stored)
     assignee_id: str | None = None
     step_results: msgspec.Raw | None = None
+    # who last set the outcome (issue 24): "manual" through the execution view or PATCH /results/{id},
+    # "automated" through ingest, shards or POST /runs/{id}/results
+    source: ResultSource = "automated"
 
 
 class ResultList(msgspec.Struct):

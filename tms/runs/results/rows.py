@@ -170,7 +170,7 @@ def linked_row(
         result_id, tenant_id, run_id, case["id"], case["code"], title, item.status, item.comment,
         bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
         item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
-        item.passed_on_retry,
+        item.passed_on_retry, "automated",
     )
 
 
@@ -181,6 +181,7 @@ def placeholder_row(result_id: str, tenant_id: str, run_id: str, case: Row, now:
         title=case["title"], status="UNKNOWN", comment=None, bug_ticket_key=None, bug_ticket_url=None,
         duration_ms=None, framework=None, error_message=None, error_stack=None, executed_at=None,
         created_at=now, updated_at=now, fingerprint=None, passed_on_retry=0,
+        source="manual",  # a case waiting for a tester
     )
 
 
@@ -193,7 +194,7 @@ def unlinked_row(
         result_id, tenant_id, project_id, run_id, item.title, item.status, item.comment,
         bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
         item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
-        item.passed_on_retry,
+        item.passed_on_retry, "automated",
     )
 
 

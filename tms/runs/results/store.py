@@ -41,6 +41,7 @@ class LinkedRow(msgspec.Struct, gc=False):
     updated_at: str
     fingerprint: str | None  # FAILED/BROKEN only: tms.failures.fingerprints
     passed_on_retry: int     # 1: an earlier attempt failed, the last passed (flaky evidence)
+    source: str              # "automated" | "manual" (migration 0027): who last set the outcome
 
 
 class UnlinkedRow(msgspec.Struct, gc=False):
@@ -67,6 +68,7 @@ class UnlinkedRow(msgspec.Struct, gc=False):
     updated_at: str
     fingerprint: str | None
     passed_on_retry: int
+    source: str
 
 
 LINKED_COLUMNS: tuple[str, ...] = LinkedRow.__struct_fields__
@@ -94,7 +96,7 @@ _UPSERT = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint, source"
 )
 _UNLINKED_LIST_COLUMNS = (
     _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")
