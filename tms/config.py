@@ -129,6 +129,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("smtp", "password", "", "SMTP password (never shown or logged)."),
     Setting("smtp", "from", "", "Sender address of the mails, e.g. tms@example.com."),
     Setting("smtp", "starttls", True, "Upgrade the SMTP connection with STARTTLS."),
+    Setting("auth", "password_login", True, "Sign-in with email and password; false leaves the other methods "
+            "(single sign-on) and the owner's password, as the way back in when they fail."),
+    Setting("auth", "session_days", 14, "A web session ends after this many days without use (its expiry slides "
+            "at most once a day).", minimum=1, maximum=3650),
+    Setting("auth", "session_idle_minutes", 0, "A web session unused for this many minutes ends (to within 5 "
+            "minutes: last use is recorded every 5); 0 = no idle timeout.", minimum=0, maximum=525_600),
+    Setting("auth", "secret_key", "", "Key that encrypts secrets at rest (TOTP seeds); empty = one generated "
+            "into data_dir/secret.key. Same value on every replica; back it up apart from the database "
+            "(never shown or logged)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
