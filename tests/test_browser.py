@@ -160,6 +160,9 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
         # the run page: the failure, its stack, the inline image, the unlinked result apart
         page.get_by_role("link", name="Runs").click()
         page.get_by_role("link", name="Nightly #1").click()
+        # innerText follows the applied CSS: read it once the run page and its stylesheet have loaded
+        page.wait_for_url(re.compile(r".*/runs/[a-z0-9]+$"))
+        page.wait_for_load_state("load")
         assert page.get_by_text("AssertionError: expected 200, got 500").first.is_visible()
         # multi-line texts keep their lines (innerText follows the CSS: collapsed text has no \n)
         assert page.locator(".errmsg").first.inner_text() == "AssertionError: expected 200, got 500\nassert 500 == 200"
