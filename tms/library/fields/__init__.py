@@ -1,0 +1,1 @@
+"""Custom fields: typed fields a project defines for its cases and results (issue 26)."""
