@@ -44,6 +44,7 @@ from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
+from tms.library.fields import api as fields_api
 from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
@@ -139,6 +140,11 @@ def _api_router() -> Router:
             sections_api.get_section,
             sections_api.update_section,
             sections_api.delete_section,
+            fields_api.list_fields,
+            fields_api.create_field,
+            fields_api.get_field,
+            fields_api.update_field,
+            fields_api.delete_field,
             cases_api.list_versions,
             case_io_api.export_cases,
             case_io_api.import_cases,
