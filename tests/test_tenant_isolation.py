@@ -42,6 +42,7 @@ class Owned:
     section: str = ""
     milestone: str = ""
     plan: str = ""
+    custom_field: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -94,6 +95,8 @@ def _owned_resources(victim: Tenant) -> Owned:
                  milestone=milestone.json()["data"]["id"], plan=plan.json()["data"]["id"],
                   member=member, invitation=invitation)
     owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
+    owned.custom_field = api.post("/api/v1/custom-fields", json={
+        "project_id": project, "key": "secret", "name": "Secret", "type": "text"}).json()["data"]["id"]
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
@@ -131,6 +134,9 @@ API_ROUTES = [
     ("GET", "/api/v1/sections/{section}", None),
     ("PATCH", "/api/v1/sections/{section}", {"name": "stolen"}),
     ("DELETE", "/api/v1/sections/{section}", None),
+    ("GET", "/api/v1/custom-fields/{custom_field}", None),
+    ("PATCH", "/api/v1/custom-fields/{custom_field}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/custom-fields/{custom_field}", None),
     ("GET", "/api/v1/projects/{project}", None),
     ("PATCH", "/api/v1/projects/{project}", {"archived": True}),
     ("GET", "/api/v1/milestones/{milestone}", None),
