@@ -220,9 +220,16 @@ def fingerprint(message: str | None, stack: str | None, frames: int = FRAMES) ->
     tail = top_frames(stack, frames) if stack else []
     if head and tail and tail[0] == head:
         tail = tail[1:]  # a stack that starts by repeating the message (Java, .NET, jest)
-    # a failure without any error text still gets one (they form one cluster: "no message")
+    # a failure without any error text still gets one, EMPTY: it names no cause, so it groups nothing
     text = "\n".join([head, *tail])
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+# The fingerprint of a failure that says nothing (no message, no stack; a manual failure without a failed
+# step or a note): stored like any other, so every failed row keeps one, but it names no cause. It never
+# forms a cluster (each such failure is listed alone), never counts as a first-seen or daily failure and
+# never becomes, or matches, a known issue by fingerprint (it would take every such failure).
+EMPTY = fingerprint(None, None)
 
 
 def of_result(status: str, message: str | None, stack: str | None) -> str | None:
@@ -230,3 +237,18 @@ def of_result(status: str, message: str | None, stack: str | None) -> str | None
     if status not in FINGERPRINTED:
         return None
     return fingerprint(message, stack)
+
+
+def of_manual(step: str | None, step_note: str | None, comment: str | None) -> str:
+    """A manual failure's fingerprint: the text of its failed step (keyword and text) and the tester's
+    note on that step, or the result's comment when the step has none, each normalised like a message
+    (numbers, quoted values, ids go). Two cases failing at the same step ("Given I am signed in") share
+    one; a failure with neither step nor note is EMPTY."""
+    note = step_note if step_note and step_note.strip() else comment
+    parts = [f"step: {normalise(step[:MAX_MESSAGE])}" if step and step.strip() else "",
+             normalise(note[:MAX_MESSAGE]) if note and note.strip() else ""]
+    if not any(parts):
+        return EMPTY
+    # "manual" first: a manual failure never shares a fingerprint with an error message by accident
+    text = "\n".join(["manual", *parts])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

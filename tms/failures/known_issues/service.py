@@ -63,8 +63,11 @@ class Matcher:
         self.by_fingerprint: dict[str, Row] = {}
         self._with_pattern: list[Row] = []
         for issue in issues:
-            if issue["fingerprint"] and issue["fingerprint"] not in self.by_fingerprint:
-                self.by_fingerprint[issue["fingerprint"]] = issue
+            # EMPTY (a failure that says nothing) is never matched: an old issue holding it would take every
+            # failure without a message (every manual failure without a note)
+            fingerprint = issue["fingerprint"]
+            if fingerprint and fingerprint != fingerprints.EMPTY and fingerprint not in self.by_fingerprint:
+                self.by_fingerprint[fingerprint] = issue
             if issue["pattern"]:
                 self._with_pattern.append(issue)
         self._patterns: tuple[PatternSet, list[Row]] | None = None
@@ -156,6 +159,14 @@ async def match_ahead(matcher: Matcher, texts: Iterable[tuple[str | None, str | 
         matcher.match_ahead(())
 
 
+def _refuse_empty(fingerprint: str | None) -> None:
+    if fingerprint == fingerprints.EMPTY:
+        raise InvalidInput(
+            "fingerprint refused: it is the fingerprint of a failure without any message or stack (or a "
+            "manual failure without a failed step or note), which names no cause: as a known issue it would "
+            "take every such failure. Link the bug on the result, or give a pattern", field="fingerprint")
+
+
 def _check(fingerprint: str | None, pattern: str | None) -> None:
     if fingerprint is None and pattern is None:
         raise InvalidInput("give a fingerprint or a pattern (or both)", field="fingerprint")
@@ -175,6 +186,7 @@ async def create(db: Database, tenant_id: str, body: KnownIssueCreate, *, run_id
     """Creates an open known issue. With a fingerprint, the failures of that fingerprint in ``run_id``
     (default: the last run of the project that had it) that name no bug get this one."""
     _check(body.fingerprint, body.pattern)
+    _refuse_empty(body.fingerprint)
     await require_project(db, tenant_id, body.project_id)
     issue_id, now = new_id(), now_iso()
     row = {"id": issue_id, "tenant_id": tenant_id, "project_id": body.project_id, "fingerprint": body.fingerprint,
@@ -218,6 +230,7 @@ async def list_issues(db: Database, tenant_id: str, *, project_id: str | None = 
 
 async def update(db: Database, tenant_id: str, issue_id: str, body: KnownIssueUpdate) -> KnownIssue:
     changes: dict[str, Any] = {f: getattr(body, f) for f in FIELDS if getattr(body, f) is not msgspec.UNSET}
+    _refuse_empty(changes.get("fingerprint"))
     if "bug_ticket_key" in changes:
         changes["bug_ticket_key"] = changes["bug_ticket_key"].strip()
         if not changes["bug_ticket_key"]:
