@@ -15,6 +15,7 @@ import json
 import msgspec
 
 from tms.db import Database, Row, Transaction
+from tms.failures.fingerprints import EMPTY
 
 _outcomes = msgspec.json.Decoder(list[tuple[str | None, str | None, str]])
 
@@ -62,16 +63,17 @@ async def first_seen(db: Database | Transaction, tenant_id: str, project_id: str
 
 
 async def run_failures(db: Database, tenant_id: str, run_id: str) -> list[Row]:
-    """Every FAILED/BROKEN result of the run: id, test_case_code, title, fingerprint, error_message."""
+    """Every automated FAILED/BROKEN result of the run: id, test_case_code, title, fingerprint,
+    error_message (clusters are about automated results: a manual failure's cause is its tester's note)."""
     linked = await db.fetch_all(
         "SELECT id, test_case_code, title, fingerprint, error_message, status FROM test_results "
-        "WHERE run_id = ? AND fingerprint IS NOT NULL AND tenant_id = ? ORDER BY rowid",
+        "WHERE run_id = ? AND fingerprint IS NOT NULL AND tenant_id = ? AND source = 'automated' ORDER BY rowid",
         (run_id, tenant_id),
     )
     unlinked = await db.fetch_all(
         "SELECT id, NULL AS test_case_code, title, fingerprint, error_message, status "
         "FROM unlinked_test_results "  # +tenant_id: through the partial index, not every row of the run
-        "WHERE run_id = ? AND fingerprint IS NOT NULL AND +tenant_id = ? ORDER BY rowid",
+        "WHERE run_id = ? AND fingerprint IS NOT NULL AND +tenant_id = ? AND source = 'automated' ORDER BY rowid",
         (run_id, tenant_id),
     )
     return linked + unlinked
@@ -162,19 +164,63 @@ async def run_outcomes(db: Database, tenant_id: str, run_id: str) -> list[tuple[
     return _outcomes.decode(packed or "[]")
 
 
+# A run's kind, from the counts every write of results keeps (migration 0027): automated when no result
+# of it was set by hand, manual when all were (a run pre-populated for testers), mixed otherwise.
+KIND = ("CASE WHEN {t}.results_manual = 0 THEN 'automated' WHEN {t}.results_manual >= {t}.results_total "
+        "THEN 'manual' ELSE 'mixed' END")
+
+
 async def previous_run(db: Database, tenant_id: str, run: Row) -> Row | None:
-    """The run created just before this one in the same project and environment."""
+    """The run created just before this one in the same project and environment, of the same kind."""
     return await db.fetch_one(
-        "SELECT id, project_id, environment FROM test_runs WHERE tenant_id = ? AND project_id = ? "
-        "AND environment IS ? AND rowid < (SELECT rowid FROM test_runs WHERE id = ?) ORDER BY rowid DESC LIMIT 1",
-        (tenant_id, run["project_id"], run["environment"], run["id"]),
+        "SELECT t.id, t.project_id, t.environment FROM test_runs AS t, test_runs AS r WHERE r.id = ? "
+        "AND r.tenant_id = ? AND t.tenant_id = r.tenant_id AND t.project_id = r.project_id "
+        f"AND t.environment IS r.environment AND t.rowid < r.rowid AND {KIND.format(t='t')} = {KIND.format(t='r')} "
+        "ORDER BY t.rowid DESC LIMIT 1",
+        (run["id"], tenant_id),
     )
 
 
+async def failing_in(db: Database, tenant_id: str, run_id: str, tests: list[Row]
+                     ) -> set[tuple[str | None, str | None]]:
+    """Which of these tests (rows with test_case_code and title) failed or broke in run ``run_id``:
+    (code, None) for a linked one, (None, title) for an unlinked one. Through the partial failures
+    indexes of the run, for these tests only."""
+    codes = [row["test_case_code"] for row in tests if row["test_case_code"]]
+    titles = [row["title"] for row in tests if not row["test_case_code"]]
+    rows = await db.fetch_all(
+        "SELECT test_case_code AS code, NULL AS title FROM test_results WHERE run_id = ?1 AND fingerprint IS NOT NULL"
+        " AND +tenant_id = ?2 AND source = 'automated' AND test_case_code IN (SELECT value FROM json_each(?3))"
+        " UNION ALL SELECT NULL, title FROM unlinked_test_results WHERE run_id = ?1 AND fingerprint IS NOT NULL"
+        " AND +tenant_id = ?2 AND source = 'automated' AND title IN (SELECT value FROM json_each(?4))",
+        (run_id, tenant_id, json.dumps(codes), json.dumps(titles)),
+    )
+    return {(row["code"], row["title"]) for row in rows}
+
+
+async def base_candidates(db: Database, tenant_id: str, run: Row, limit: int) -> tuple[list[Row], list[Row]]:
+    """Up to ``limit`` runs of the run's project and environment, and up to ``limit`` of its other
+    environments, newest first, never the run itself: id, name, environment, created_at."""
+    columns = "id, name, environment, created_at"
+    same = await db.fetch_all(
+        f"SELECT {columns} FROM test_runs WHERE tenant_id = ? AND project_id = ? AND environment IS ? AND id <> ? "
+        "ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, run["project_id"], run["environment"], run["id"], limit),
+    )
+    others = await db.fetch_all(
+        f"SELECT {columns} FROM test_runs WHERE tenant_id = ? AND project_id = ? AND environment IS NOT ? "
+        "ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, run["project_id"], run["environment"], limit),
+    )
+    return same, others
+
+
 async def run_window(db: Database, tenant_id: str, project_id: str, count: int) -> list[Row]:
-    """id and updated_at of the project's last ``count`` runs (newest first, off the project index)."""
+    """id, updated_at and environment of the project's last ``count`` runs holding automated results
+    (newest first, off the project index): flaky tests and the dashboard's latest run leave manual runs out."""
     return await db.fetch_all(
-        "SELECT id, updated_at FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
+        "SELECT id, updated_at, environment FROM test_runs AS t WHERE tenant_id = ? AND project_id = ? "
+        f"AND {KIND.format(t='t')} <> 'manual' ORDER BY rowid DESC LIMIT ?",
         (tenant_id, project_id, count),
     )
 
@@ -187,6 +233,8 @@ async def last_runs(db: Database, tenant_id: str, project_id: str, count: int) -
 # One letter per outcome: F failed, B broken, S skipped, U unknown, P passed, R passed only on a retry.
 _LETTER = ("CASE {t}.status WHEN 'FAILED' THEN 'F' WHEN 'BROKEN' THEN 'B' WHEN 'SKIPPED' THEN 'S' "
            "WHEN 'PASSED' THEN CASE WHEN {t}.passed_on_retry = 1 THEN 'R' ELSE 'P' END ELSE 'U' END")
+# a linked result's letter in flaky detection: a manual one is no automated outcome, as if absent
+_MARK = f"CASE WHEN r.source = 'manual' THEN '-' ELSE {_LETTER.format(t='r')} END"
 # the window's runs with their position (0 = oldest), each looked up by primary key and checked for the tenant
 _WINDOW = ("runs(id, pos) AS MATERIALIZED (SELECT t.id, j.key FROM json_each(:runs) AS j "
            "CROSS JOIN test_runs AS t ON t.id = j.value WHERE t.tenant_id = :tenant)")
@@ -211,13 +259,15 @@ async def flaky_linked(db: Database, tenant_id: str, run_ids: list[str]) -> tupl
     rows = await db.fetch_all(
         f"WITH {_WINDOW}, "
         "marks AS MATERIALIZED ("
-        f" SELECT r.rowid AS rid, p.pos, r.test_case_id AS key, r.status, r.passed_on_retry, {_LETTER.format(t='r')}"
+        f" SELECT r.rowid AS rid, p.pos, r.test_case_id AS key, r.status, r.passed_on_retry, r.source, {_MARK}"
         "  AS letter FROM runs AS p CROSS JOIN test_results AS r ON r.run_id = p.id"
-        "  WHERE (r.status <> 'PASSED' OR r.passed_on_retry = 1)),"  # the partial index's own condition
+        # the partial index's own condition (0033): manual results are in it, read as "-" (no outcome here)
+        "  WHERE (r.status <> 'PASSED' OR r.passed_on_retry = 1 OR r.source = 'manual')),"
         " candidates AS MATERIALIZED ("
         "  SELECT key, group_concat(pos || letter) AS marks, max(rid) AS rid, count(*) AS marked FROM marks"
         "  GROUP BY key"
-        "  HAVING sum(CASE WHEN status IN ('FAILED', 'BROKEN') OR passed_on_retry = 1 THEN 1 ELSE 0 END) > 0)"
+        "  HAVING sum(CASE WHEN source = 'automated' AND (status IN ('FAILED', 'BROKEN') OR passed_on_retry = 1)"
+        "   THEN 1 ELSE 0 END) > 0)"
         " SELECT key, marks, rid, NULL AS pos, NULL AS held FROM candidates"
         # a candidate with a mark in every run is in every run: only the others are probed
         " UNION ALL SELECT NULL, NULL, NULL, p.pos, (SELECT count(*) FROM test_results AS r"
@@ -252,12 +302,13 @@ async def flaky_unlinked(db: Database, tenant_id: str, run_ids: list[str]) -> li
         f"WITH {_WINDOW}, "
         "titles(title) AS MATERIALIZED ("
         "  SELECT n.title FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
-        "  WHERE n.fingerprint IS NOT NULL"
+        "  WHERE n.fingerprint IS NOT NULL AND n.source = 'automated'"
         "  UNION SELECT n.title FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
-        "  WHERE n.passed_on_retry = 1)"
+        "  WHERE n.passed_on_retry = 1 AND n.source = 'automated')"
         f" SELECT n.title AS key, group_concat(p.pos || {_LETTER.format(t='n')}) AS outcomes"
         " FROM runs AS p CROSS JOIN unlinked_test_results AS n ON n.run_id = p.id"
-        " WHERE EXISTS (SELECT 1 FROM titles) AND n.tenant_id = :tenant AND n.title IN (SELECT title FROM titles)"
+        " WHERE EXISTS (SELECT 1 FROM titles) AND n.tenant_id = :tenant AND n.source = 'automated'"
+        " AND n.title IN (SELECT title FROM titles)"
         " GROUP BY n.title",
         {"runs": json.dumps(run_ids), "tenant": tenant_id},
     )
@@ -311,8 +362,10 @@ async def top_fingerprints(db: Database, tenant_id: str, project_id: str, since_
         "SELECT f.fingerprint, SUM(d.failures) AS failures, f.error_message, f.first_seen_at, f.last_run_id "
         "FROM failure_daily d JOIN failure_fingerprints f ON f.tenant_id = d.tenant_id "
         "AND f.project_id = d.project_id AND f.fingerprint = d.fingerprint "
-        "WHERE d.tenant_id = ? AND d.project_id = ? AND d.day >= ? "
+        # EMPTY (failures without any text: tms.failures.fingerprints) is no cause; rows of it written
+        # before it stopped being counted are left out
+        "WHERE d.tenant_id = ? AND d.project_id = ? AND d.day >= ? AND d.fingerprint <> ? "
         # grouped by f's primary key, so f's other columns are single-valued (PostgreSQL checks that)
         "GROUP BY f.tenant_id, f.project_id, f.fingerprint ORDER BY failures DESC LIMIT ?",
-        (tenant_id, project_id, since_day, limit),
+        (tenant_id, project_id, since_day, EMPTY, limit),
     )

@@ -43,6 +43,8 @@ MAX_RUNS = 200
 # a case is judged only once it has a verdict (passed, failed or broken) in this many runs of the window:
 # two runs, one red one green, say little
 MIN_VERDICTS = 5
+# the automation statuses a flaky move may change into FLAKY: never MANUAL (nor ARCHIVED, nor FLAKY itself)
+MOVABLE = frozenset(("AUTOMATED", "IN_PROGRESS"))
 
 
 # An outcome is one letter (tms.failures.store): F failed, B broken, S skipped, U unknown, P passed, R passed
@@ -52,23 +54,37 @@ _UNDECIDED = str.maketrans("", "", "-SU")
 _AS_PASS_OR_FAIL = str.maketrans("RB", "PF")
 
 
-def judge(history: str, code: str | None, title: str | None) -> FlakyTest | None:
-    """The FlakyTest of one test's outcomes in run order (one letter each), or None when it never flipped
-    and never passed on a retry. String operations only: they run in C, whatever the window."""
-    decided = history.translate(_UNDECIDED)
-    if not decided:
+def judge(parts: list[str], last: str, code: str | None, title: str | None) -> FlakyTest | None:
+    """The FlakyTest of one test, or None when it does not flip-flop.
+
+    ``parts`` holds its outcomes in run order, one string per environment (one letter each; "-" for a
+    run that does not hold it), ``last`` its latest outcome in any. Flips are counted within each
+    environment: a test passing on staging and failing in production is not flipping. It flip-flops when
+    in some environment it changed at least twice (a test that changed once and stayed changed is a
+    regression or a fix), or when it passed on a retry; and it is judged only once it has a verdict in
+    ``MIN_VERDICTS`` runs, but for a pass on a retry (the reporter saw it flip inside one run).
+    String operations only: they run in C, whatever the window."""
+    flips = retried = pairs = decided_runs = passes = present = 0
+    flip_flops = False
+    for part in parts:
+        present += len(part) - part.count("-")
+        decided = part.translate(_UNDECIDED)
+        if not decided:
+            continue
+        verdicts = decided.translate(_AS_PASS_OR_FAIL)
+        # "PF" and "FP" cannot overlap themselves: their counts are the changes between neighbours
+        changes = verdicts.count("PF") + verdicts.count("FP")
+        flip_flops = flip_flops or changes >= 2
+        flips += changes
+        retried += decided.count("R")
+        pairs += len(decided) - 1
+        decided_runs += len(decided)
+        passes += verdicts.count("P")
+    if not retried and (not flip_flops or decided_runs < MIN_VERDICTS):
         return None
-    retried = decided.count("R")
-    verdicts = decided.translate(_AS_PASS_OR_FAIL)
-    # "PF" and "FP" cannot overlap themselves: their counts are the changes between neighbours
-    flips = verdicts.count("PF") + verdicts.count("FP")
-    if not flips and not retried:
-        return None
-    present = history.replace("-", "")
-    passes = verdicts.count("P")
     return FlakyTest(
-        test_case_code=code, title=title, flip_rate=round((flips + retried) / max(1, len(decided) - 1 + retried), 4),
-        passes=passes, failures=len(verdicts) - passes, runs=len(present), last_status=_STATUS[present[-1]],
+        test_case_code=code, title=title, flip_rate=round((flips + retried) / max(1, pairs + retried), 4),
+        passes=passes, failures=decided_runs - passes, runs=present, last_status=_STATUS[last],
         quarantined=False, passed_on_retry=retried,
     )
 
@@ -82,9 +98,40 @@ def linked_history(absent: str, marks: str) -> str:
     return "".join(letters)
 
 
-def unlinked_history(outcomes: str) -> str:
-    """An unlinked test's outcomes (``"<pos><letter>,..."``, possibly several in one run) in run order."""
-    return "".join(letter for _, letter in sorted((int(o[:-1]), o[-1]) for o in outcomes.split(",")))
+def split_linked(history: str, groups: list[list[int]] | None) -> tuple[list[str], str]:
+    """(one outcome string per environment, the latest outcome) of a linked test's history."""
+    last = history.rstrip("-")[-1:] or "U"
+    if groups is None:
+        return [history], last
+    return ["".join(map(history.__getitem__, positions)) for positions in groups], last
+
+
+def split_unlinked(outcomes: str, environment_of: list[int] | None) -> tuple[list[str], str]:
+    """(one outcome string per environment, the latest outcome) of an unlinked test's outcomes
+    (``"<pos><letter>,..."``, possibly several in one run)."""
+    ordered = sorted((int(o[:-1]), o[-1]) for o in outcomes.split(","))
+    last = ordered[-1][1]
+    if environment_of is None:
+        return ["".join(letter for _, letter in ordered)], last
+    parts: dict[int, list[str]] = {}
+    for pos, letter in ordered:
+        parts.setdefault(environment_of[pos], []).append(letter)
+    return ["".join(letters) for letters in parts.values()], last
+
+
+def environments(window: list[Row]) -> tuple[list[list[int]] | None, list[int] | None]:
+    """The positions (0 = oldest) of the window's runs per environment, and each position's group; both
+    None when every run is of one environment (nothing to split)."""
+    groups: dict[str | None, list[int]] = {}
+    for pos, run in enumerate(window):
+        groups.setdefault(run["environment"], []).append(pos)
+    if len(groups) < 2:
+        return None, None
+    environment_of = [0] * len(window)
+    for number, positions in enumerate(groups.values()):
+        for pos in positions:
+            environment_of[pos] = number
+    return list(groups.values()), environment_of
 
 
 def _order(pair: tuple[FlakyTest, str | None]) -> tuple[float, int, str, str]:
@@ -127,7 +174,9 @@ async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, l
                   ) -> list[tuple[FlakyTest, str | None]]:
     """(FlakyTest without quarantine, case id or None) of every test that flipped or passed on a retry
     in the project's last ``runs`` runs, highest flip rate first."""
-    run_ids = await failure_store.last_runs(db, tenant_id, project_id, runs)
+    window = list(reversed(await failure_store.run_window(db, tenant_id, project_id, runs)))
+    run_ids = [run["id"] for run in window]
+    groups, environment_of = environments(window)
     found: list[tuple[FlakyTest, str | None]] = []
     judged: list[tuple[int, str, FlakyTest]] = []
     candidates, held = await failure_store.flaky_linked(db, tenant_id, run_ids)
@@ -140,7 +189,8 @@ async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, l
         for gap in await failure_store.absences(db, tenant_id, partial, list(rows)):
             rows[gap["key"]][position[gap["run_id"]]] = "-"
     for row in candidates:
-        test = judge(linked_history("".join(rows[row["key"]]), row["marks"]), None, None)
+        parts, last = split_linked(linked_history("".join(rows[row["key"]]), row["marks"]), groups)
+        test = judge(parts, last, None, None)
         if test is not None:
             judged.append((row["rid"], row["key"], test))
     names = await failure_store.result_names(db, tenant_id, [rid for rid, _, _ in judged])
@@ -151,7 +201,8 @@ async def compute(db: Database, tenant_id: str, project_id: str, runs: int, *, l
         found.append((test, case_id))
     if not linked_only:  # the automation status concerns cases only: its evaluation leaves these out
         for row in await failure_store.flaky_unlinked(db, tenant_id, run_ids):
-            test = judge(unlinked_history(row["outcomes"]), None, row["key"])
+            parts, last = split_unlinked(row["outcomes"], environment_of)
+            test = judge(parts, last, None, row["key"])
             if test is not None:
                 found.append((test, None))
     found.sort(key=_order)
@@ -186,7 +237,8 @@ async def evaluate(db: Database, tenant_id: str, project_id: str, threshold: flo
         current = await store.flaky_cases(tx, tenant_id, project_id)
         flaky_now = {row["id"] for row in current}
         candidates = await store.cases_by_id(tx, tenant_id, [c for c in to_flaky if c not in flaky_now])
-        moving_in = [row for row in candidates if row["automation_status"] not in ("FLAKY", "ARCHIVED")]
+        # a MANUAL case is run by hand: what automated results say never changes it (nor an ARCHIVED one)
+        moving_in = [row for row in candidates if row["automation_status"] in MOVABLE]
         moving_out = [row for row in current if rates.get(row["id"], 0.0) < threshold / 2]
         if not moving_in and not moving_out:
             return {"flaky": 0, "stable": 0}
