@@ -53,10 +53,11 @@ async def compare_page(request: AnyRequest, run_id: str, base: str | None = None
         run = await run_service.get_run(db, tenant, run_id)
         comparison = await failure_service.compare(db, tenant, run_id, base or None)
         base_run = await run_service.get_run(db, tenant, comparison.base_run_id) if comparison.base_run_id else None
+        same, others = await failure_service.base_candidates(db, tenant, run_id)
     except NotFound as exc:
         raise not_found("run") from exc
     return render(request, "failures/compare.html", active_nav="runs", run=run, base_run=base_run,
-                  comparison=comparison, default_base=not base)
+                  comparison=comparison, default_base=not base, same_environment=same, other_runs=others)
 
 
 # ---- known issues -------------------------------------------------------------------------------
