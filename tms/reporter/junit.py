@@ -39,9 +39,8 @@ from tms.reporter.model import (
     source_line,
     too_deep,
 )
-
-# a failing test's own output goes into its stack; more than this is noise in a result page
-MAX_OUTPUT_CHARS = 16_000
+from tms.reporter.reading import MAX_OUTPUT_CHARS as MAX_OUTPUT_CHARS  # also the cap of cucumber.py
+from tms.reporter.reading import resolve_path
 
 _RETRY_TAGS = {
     "rerunFailure": "FAILED",
@@ -296,8 +295,6 @@ _ATTACHMENT = re.compile(r"\[\[ATTACHMENT\|([^\]\r\n]+)\]\]")
 
 def _attachments(text: str, path: str, outcome: TestOutcome) -> None:
     """Jenkins' JUnit attachments convention: `[[ATTACHMENT|/path/to/file]]` in a case's output."""
-    from tms.reporter.reading import resolve_path  # reading imports this module
-
     base = os.path.dirname(os.path.abspath(path))
     for match in _ATTACHMENT.finditer(text):
         raw = match.group(1).strip()

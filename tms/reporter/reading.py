@@ -29,8 +29,10 @@ from xml.etree.ElementTree import ParseError
 import msgspec
 from defusedxml import DefusedXmlException, EntitiesForbidden
 
-from tms.reporter.junit import MAX_OUTPUT_CHARS
 from tms.reporter.model import MAX_XML_DEPTH, RefusedPath, ReportError, too_deep
+
+# a failing test's own output goes into its stack; more than this is noise in a result page
+MAX_OUTPUT_CHARS = 16_000
 
 _BYTE_OFFSET = re.compile(r"\(byte (\d+)\)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
