@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -180,7 +182,7 @@ def test_the_favicon_is_served_and_linked(tenant: Tenant) -> None:
 #   with ENOSPC, as a full file system does.
 
 
-def _in_process(tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
+def _in_process(tmp_path: Path, database_url: str = "") -> tuple[TestClient, dict[str, str]]:
     import warnings
 
     from litestar.exceptions import LitestarDeprecationWarning
@@ -190,7 +192,8 @@ def _in_process(tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LitestarDeprecationWarning)
-        app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path)}))
+        app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path),
+                                            "TMS_STORAGE_DATABASE_URL": database_url}))
     return TestClient(app), {}
 
 
@@ -272,6 +275,90 @@ def test_a_full_disk_on_an_attachment_write_answers_507_and_keeps_nothing(
         again = client.post(f"/api/v1/results/{result['id']}/attachments",
                             files={"file": ("log.txt", b"a log line\n", "text/plain")})
         assert again.status_code == 201
+
+
+# PostgreSQL: no file system of its own to fill without root (a tablespace on a tiny tmpfs or loop
+# device needs a mount), so the failure is PostgreSQL's own error from the real driver: a trigger on
+# `projects` raises SQLSTATE 53100 (disk_full) with the words PostgreSQL uses when it cannot extend a
+# file, asyncpg turns it into asyncpg.exceptions.DiskFullError, and the request fails as it would.
+_POSTGRES_DISK_FULL = """
+CREATE FUNCTION tms_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = '53100', MESSAGE = 'could not extend file "base/16384/16385": '
+        'No space left on device', HINT = 'Check free disk space.';
+END $$;
+CREATE TRIGGER tms_test_disk_full BEFORE INSERT ON projects FOR EACH ROW EXECUTE FUNCTION tms_test_disk_full();
+"""
+
+
+def _postgres_url(data_dir: Path) -> str:
+    from tests import postgres_cluster
+
+    try:
+        postgres_cluster.binary("initdb")
+    except RuntimeError as exc:
+        pytest.skip(f"PostgreSQL binaries are missing ({exc}); `make test` installs them")
+    return postgres_cluster.database_url_for(data_dir)
+
+
+def _run_on(url: str, sql: str) -> None:
+    import asyncpg
+
+    from tests import postgres_cluster
+
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    postgres_cluster.run_sync(run)
+
+
+def _full_disk_problem(client: TestClient, fill: Callable[[], None], free: Callable[[], None]) -> dict[str, Any]:
+    """The problem a write answers once ``fill`` has filled the disk; reads keep working meanwhile,
+    and writes work again once ``free`` has made room."""
+    client.headers["Authorization"] = f"Bearer {_token(client)}"
+    assert client.post("/api/v1/projects", json={"name": "Before"}).status_code == 201
+    fill()
+    for number in range(200):  # SQLite: until the free space inside its last pages is used up
+        response = client.post("/api/v1/projects", json={"name": f"P{number}", "description": "x" * 5000})
+        if response.status_code != 201:
+            break
+    problem = assert_problem(response, 507)  # type: ignore[arg-type]
+    names = [p["name"] for p in client.get("/api/v1/projects").json()["data"]]
+    assert "Before" in names and f"P{number}" not in names
+    free()
+    assert client.post("/api/v1/projects", json={"name": "After"}).status_code == 201
+    return problem
+
+
+def test_a_full_disk_answers_the_same_507_on_postgresql_as_on_sqlite(tmp_path: Path) -> None:
+    import asyncpg
+
+    from tms.errors import DISK_FULL_DETAIL
+
+    url = _postgres_url(tmp_path / "pg")
+
+    def fill_postgres() -> None:
+        _run_on(url, _POSTGRES_DISK_FULL)
+        # what the request meets: asyncpg's own class for 53100, raised by a real failing statement
+        with pytest.raises(asyncpg.exceptions.DiskFullError):
+            _run_on(url, "INSERT INTO projects (id, tenant_id, name, created_at, updated_at) "
+                         "VALUES ('p', 't', 'n', 'now', 'now')")
+
+    sqlite_client, _ = _in_process(tmp_path / "sqlite")
+    with sqlite_client:
+        on_sqlite = _full_disk_problem(sqlite_client, lambda: _cap_database(sqlite_client, 0),
+                                       lambda: _cap_database(sqlite_client, None))
+    postgres_client, _ = _in_process(tmp_path / "pg", database_url=url)
+    with postgres_client:
+        on_postgres = _full_disk_problem(
+            postgres_client, fill_postgres,
+            lambda: _run_on(url, "DROP TRIGGER tms_test_disk_full ON projects; DROP FUNCTION tms_test_disk_full();"))
+    assert on_postgres == on_sqlite == {
+        "type": "about:blank", "title": "Insufficient Storage", "status": 507, "detail": DISK_FULL_DETAIL}
 
 
 def test_a_whole_number_float_is_an_integer_as_the_openapi_document_allows(tenant: Tenant) -> None:
