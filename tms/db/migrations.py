@@ -1,9 +1,29 @@
 """Numbered migration files, one series per backend: ``tms/migrations/NNNN_name.sql`` for SQLite
 (the history since the first release) and ``tms/migrations/postgres/NNNN_name.sql`` for PostgreSQL
-(which starts from a baseline of the schema SQLite had reached when the backend was added)."""
+(which starts from a baseline of the schema SQLite had reached when the backend was added).
+
+The two series are numbered apart, and stay so: a database records the numbers it applied, so
+renumbering would re-run or skip migrations on existing databases. PostgreSQL's 0001 is SQLite's
+0001-0022 (there is no 0006 or 0011); after it, each PostgreSQL file names its SQLite counterpart in
+its leading comment ("-- SQLite 0025: …") or says it is "PostgreSQL only" (``sqlite_counterparts``
+reads them; tests/test_schema_agreement.py checks that every SQLite migration after the baseline has
+exactly one counterpart).
+The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
+
+    PostgreSQL                    SQLite
+    0001_baseline                 0001-0022
+    0002_delivery_leases          0025_delivery_leases
+    0003_failure_speed            0024_failure_speed
+    0004_library_facets           0023_library_facets
+    0005_result_foreign_keys      (PostgreSQL only: the results tables' keys become a trigger)
+    0006_trust                    0026_trust
+    0007_result_source            0027_result_source
+    0014_bigint_counts            (PostgreSQL only: results_manual as BIGINT, like the other counts)
+"""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from importlib import resources
 
@@ -25,6 +45,30 @@ def migration_files(dialect: Dialect) -> list[tuple[int, str, str]]:
     if len(set(versions)) != len(versions):
         raise RuntimeError(f"duplicate {dialect} migration numbers: {versions}")
     return found
+
+
+# postgres/0001_baseline.sql is the schema of SQLite 0001 to this one
+POSTGRES_BASELINE_OF = 22
+_COUNTERPART = re.compile(r"\bSQLite:?\s+(\d{4})(?!\d)")
+
+
+def sqlite_counterparts() -> dict[int, tuple[int, ...]]:
+    """For each PostgreSQL migration, the SQLite migrations it corresponds to: the numbers its leading
+    comment names after "SQLite" ("-- SQLite 0025: …", "-- SQLite: 0030_ldap_scim.sql …"); () for a
+    PostgreSQL-only one (or one that names none: the test of the series reports it)."""
+    baseline = tuple(v for v, _, _ in migration_files("sqlite") if v <= POSTGRES_BASELINE_OF)
+    pairs = {}
+    for version, _name, sql in migration_files("postgres"):
+        if version == 1:
+            pairs[version] = baseline
+            continue
+        header = []
+        for line in sql.splitlines():
+            if not line.startswith("--"):
+                break
+            header.append(line)
+        pairs[version] = tuple(dict.fromkeys(int(n) for n in _COUNTERPART.findall("\n".join(header))))
+    return pairs
 
 
 def split_sql(script: str) -> list[str]:
