@@ -18,6 +18,12 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0005_result_foreign_keys      (PostgreSQL only: the results tables' keys become a trigger)
     0006_trust                    0026_trust
     0007_result_source            0027_result_source
+    0008_two_factor               0028_two_factor
+    0009_oidc                     0029_oidc
+    0010_ldap_scim                0030_ldap_scim
+    0011_custom_fields            0031_custom_fields
+    0012_object_storage           0032_object_storage
+    0013_marks_by_source          0033_marks_by_source
     0014_bigint_counts            (PostgreSQL only: results_manual as BIGINT, like the other counts)
 """
 
