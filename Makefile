@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test browser postgres serve test test-sqlite test-postgres lint typecheck bench
+.PHONY: help install install-test browser postgres oidc serve test test-sqlite test-postgres lint typecheck bench
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -40,18 +40,28 @@ postgres:  ## install Debian's PostgreSQL 15 server binaries for the PostgreSQL 
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null \
 	    && echo "make: PostgreSQL installed: $$(ls -d /usr/lib/postgresql/*/bin)"; }
 
+oidc:  ## install the OpenID provider the sign-in tests run on loopback (npm ci --prefix tests/oidc; Node.js 20+)
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "make: installing Debian's Node.js and npm for the OpenID Connect tests (apt, ~60 s)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "make: installing Node.js needs root or sudo (apt-get install nodejs npm)"; exit 1; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@[ tests/oidc/node_modules/.package-lock.json -nt tests/oidc/package-lock.json ] || { \
+	  echo "make: installing the OpenID provider for the tests (npm ci --prefix tests/oidc)..."; \
+	  npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; }
+
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-test: install browser postgres  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
+test: install browser postgres oidc  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
-test-sqlite: install browser  ## the suite on SQLite only (two workers, a file per worker)
+test-sqlite: install browser oidc  ## the suite on SQLite only (two workers, a file per worker)
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 
-test-postgres: install browser postgres  ## the suite on a throwaway PostgreSQL cluster only
+test-postgres: install browser postgres oidc  ## the suite on a throwaway PostgreSQL cluster only
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
 lint: install  ## ruff, the import contracts (.importlinter), then the type checker (make typecheck alone runs only the latter)
