@@ -1,0 +1,304 @@
+"""SCIM 2.0 endpoints at /scim/v2 (RFC 7644): Users, Groups and the three discovery endpoints.
+
+Authenticated like /api/v1 (a Bearer token), but only a token with the ``scim`` scope gets in, and
+everything is scoped to the token's tenant: another tenant's ids are 404s. Bodies are read and
+answered as ``application/scim+json`` (``application/json`` is accepted too); every error is a SCIM
+error body (``urn:ietf:params:scim:api:messages:2.0:Error``) with the status as a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, Router, delete, get, patch, post, put, route
+from litestar.connection import ASGIConnection
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import NotFoundException as LitestarNotFound
+from litestar.handlers.base import BaseRouteHandler
+from scim2_models import (
+    Error,
+    ForbiddenException,
+    Group,
+    InvalidSyntaxException,
+    InvalidValueException,
+    Meta,
+    NotFoundException,
+    NotImplementedException,
+    SCIMException,
+    UnauthorizedException,
+)
+
+from tms.errors import DISK_FULL_DETAIL, DomainError
+from tms.http.api_auth import ApiRequest
+from tms.http.problems import handle_unexpected
+from tms.state import app_state, config_of, db_of
+from tms.team.audit.service import Actor, acting_as
+from tms.team.scim import service
+from tms.team.scim.models import MEDIA_TYPE, PROVIDER, UserResource
+from tms.team.tokens.service import verify_token
+
+SCIM: dict[str, Any] = {"opt": {"scope": "scim"}}
+
+
+async def scim_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """A Bearer token with the ``scim`` scope, checked as /api/v1 checks its tokens (the same cache,
+    last-use tracking and audit actor). A guard rather than the API's middleware, so that refusals are
+    SCIM error bodies like every other answer here."""
+    header = connection.headers.get("authorization", "")
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise UnauthorizedException(detail="Missing or malformed Authorization header; use 'Bearer <token>'.")
+    state = app_state(connection)
+    principal = await verify_token(state.db, presented.strip())
+    if principal is None:
+        raise UnauthorizedException(detail="The token is invalid, revoked, or its tenant is suspended.")
+    state.token_usage.mark(principal.token_id)
+    acting_as(Actor("token", principal.token_id, principal.token_name))
+    if "scim" not in principal.scopes:
+        raise ForbiddenException(detail="SCIM provisioning needs a token with the 'scim' scope.")
+    connection.scope["user"] = principal
+
+
+def _base(request: ApiRequest) -> str:
+    return f"{config_of(request).base_url.rstrip('/')}/scim/v2"
+
+
+def _answer(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(msgspec.json.encode(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+async def _payload(request: ApiRequest) -> Any:
+    raw = await request.body()
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        raise InvalidSyntaxException(detail="the body is not readable JSON") from None
+
+
+def _created(body: dict[str, Any]) -> Response[bytes]:
+    return _answer(body, 201, {"Location": body["meta"]["location"]})
+
+
+def _actor(request: ApiRequest) -> str:
+    return request.user.token_id
+
+
+# --- discovery --------------------------------------------------------------------------------------------
+
+def _discovered(request: ApiRequest, item: Any, kind: str) -> Any:
+    copy = item.model_copy(deep=True)
+    copy.meta = Meta(resource_type=kind, location=f"{_base(request)}/{kind}s/{item.id}")
+    return copy
+
+
+@get("/ServiceProviderConfig", **SCIM)
+async def service_provider_config(request: ApiRequest) -> Response[bytes]:
+    config = PROVIDER.config
+    assert config is not None
+    copy = config.model_copy(deep=True)
+    copy.meta = Meta(resource_type="ServiceProviderConfig", location=f"{_base(request)}/ServiceProviderConfig")
+    return _answer(copy.model_dump(mode="json"))
+
+
+@get("/ResourceTypes", **SCIM)
+async def resource_types(request: ApiRequest) -> Response[bytes]:
+    items = [_discovered(request, item, "ResourceType") for item in PROVIDER.resource_types]
+    return _answer(service.discovery_list(items))
+
+
+@get("/ResourceTypes/{type_id:str}", **SCIM)
+async def resource_type(request: ApiRequest, type_id: str) -> Response[bytes]:
+    for item in PROVIDER.resource_types:
+        if item.id == type_id:
+            return _answer(_discovered(request, item, "ResourceType").model_dump(mode="json"))
+    raise NotFoundException(detail=f"no resource type {type_id}")
+
+
+@get("/Schemas", **SCIM)
+async def schemas(request: ApiRequest) -> Response[bytes]:
+    items = [_discovered(request, item, "Schema") for item in PROVIDER.schemas]
+    return _answer(service.discovery_list(items))
+
+
+@get("/Schemas/{schema_id:str}", **SCIM)
+async def schema(request: ApiRequest, schema_id: str) -> Response[bytes]:
+    for item in PROVIDER.schemas:
+        if item.id == schema_id:
+            return _answer(_discovered(request, item, "Schema").model_dump(mode="json"))
+    raise NotFoundException(detail=f"no schema {schema_id}")
+
+
+# --- users ------------------------------------------------------------------------------------------------
+
+def _query_search(request: ApiRequest) -> dict[str, Any]:
+    """The query parameters of a list (RFC 7644 §3.4.2) as a SearchRequest body."""
+    names = {"filter": "filter", "startindex": "startIndex", "count": "count", "attributes": "attributes",
+             "excludedattributes": "excludedAttributes", "sortby": "sortBy", "sortorder": "sortOrder"}
+    body: dict[str, Any] = {}
+    for key, value in request.query_params.items():
+        name = names.get(key.casefold())
+        if name in ("startIndex", "count"):
+            try:
+                body[name] = int(value)
+            except ValueError:
+                raise InvalidValueException(detail=f"{name} must be an integer") from None
+        elif name is not None:
+            body[name] = value
+    return body
+
+
+@get("/Users", **SCIM)
+async def list_users(request: ApiRequest) -> Response[bytes]:
+    search = service.search_request(UserResource, _query_search(request))
+    return _answer(await service.search_users(db_of(request), request.user.tenant_id, _base(request), search))
+
+
+@post("/Users/.search", **SCIM)
+async def search_users(request: ApiRequest) -> Response[bytes]:
+    search = service.search_request(UserResource, await _payload(request))
+    return _answer(await service.search_users(db_of(request), request.user.tenant_id, _base(request), search))
+
+
+@post("/Users", **SCIM)
+async def create_user(request: ApiRequest) -> Response[bytes]:
+    body = await service.create_user(db_of(request), request.user.tenant_id, _base(request), _actor(request),
+                                     await _payload(request))
+    return _created(body)
+
+
+@get("/Users/{user_id:str}", **SCIM)
+async def get_user(request: ApiRequest, user_id: str) -> Response[bytes]:
+    params = service.response_parameters(UserResource, request.query_params.get("attributes"),
+                                         request.query_params.get("excludedAttributes"))
+    return _answer(await service.get_user(db_of(request), request.user.tenant_id, _base(request), user_id, params))
+
+
+@put("/Users/{user_id:str}", **SCIM)
+async def replace_user(request: ApiRequest, user_id: str) -> Response[bytes]:
+    return _answer(await service.replace_user(db_of(request), request.user.tenant_id, _base(request),
+                                              _actor(request), user_id, await _payload(request)))
+
+
+@patch("/Users/{user_id:str}", **SCIM)
+async def patch_user(request: ApiRequest, user_id: str) -> Response[bytes]:
+    return _answer(await service.patch_user(db_of(request), request.user.tenant_id, _base(request),
+                                            _actor(request), user_id, await _payload(request)))
+
+
+@delete("/Users/{user_id:str}", status_code=204, **SCIM)
+async def delete_user(request: ApiRequest, user_id: str) -> None:
+    await service.delete_user(db_of(request), request.user.tenant_id, _actor(request), user_id)
+
+
+# --- groups -----------------------------------------------------------------------------------------------
+
+@get("/Groups", **SCIM)
+async def list_groups(request: ApiRequest) -> Response[bytes]:
+    search = service.search_request(Group, _query_search(request))
+    return _answer(await service.search_groups(db_of(request), request.user.tenant_id, _base(request), search))
+
+
+@post("/Groups/.search", **SCIM)
+async def search_groups(request: ApiRequest) -> Response[bytes]:
+    search = service.search_request(Group, await _payload(request))
+    return _answer(await service.search_groups(db_of(request), request.user.tenant_id, _base(request), search))
+
+
+@post("/Groups", **SCIM)
+async def create_group(request: ApiRequest) -> Response[bytes]:
+    body = await service.create_group(db_of(request), request.user.tenant_id, _base(request), _actor(request),
+                                      await _payload(request))
+    return _created(body)
+
+
+@get("/Groups/{group_id:str}", **SCIM)
+async def get_group(request: ApiRequest, group_id: str) -> Response[bytes]:
+    params = service.response_parameters(Group, request.query_params.get("attributes"),
+                                         request.query_params.get("excludedAttributes"))
+    return _answer(await service.get_group(db_of(request), request.user.tenant_id, _base(request), group_id, params))
+
+
+@put("/Groups/{group_id:str}", **SCIM)
+async def replace_group(request: ApiRequest, group_id: str) -> Response[bytes]:
+    return _answer(await service.replace_group(db_of(request), request.user.tenant_id, _base(request),
+                                               _actor(request), group_id, await _payload(request)))
+
+
+@patch("/Groups/{group_id:str}", **SCIM)
+async def patch_group(request: ApiRequest, group_id: str) -> Response[bytes]:
+    return _answer(await service.patch_group(db_of(request), request.user.tenant_id, _base(request),
+                                             _actor(request), group_id, await _payload(request)))
+
+
+@delete("/Groups/{group_id:str}", status_code=204, **SCIM)
+async def delete_group(request: ApiRequest, group_id: str) -> None:
+    await service.delete_group(db_of(request), request.user.tenant_id, _actor(request), group_id)
+
+
+@post("/.search", **SCIM)
+async def search_everything() -> None:
+    raise NotImplementedException(detail="search /Users/.search or /Groups/.search: one resource type at a time")
+
+
+@route("/{rest:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE"], **SCIM)
+async def nowhere(rest: str) -> None:
+    raise NotFoundException(detail=f"nothing at /scim/v2{rest}")
+
+
+# --- errors -----------------------------------------------------------------------------------------------
+
+def _error(status: int, detail: str, scim_type: str | None = None,
+           headers: dict[str, str] | None = None) -> Response[bytes]:
+    body = Error(status=status, scim_type=scim_type, detail=detail).model_dump(mode="json")
+    return Response(msgspec.json.encode(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _scim_error(request: Request[Any, Any, Any], exc: SCIMException) -> Response[bytes]:
+    error = exc.to_error()
+    status = int(error.status or exc.status)
+    headers = {"WWW-Authenticate": 'Bearer realm="tms scim"'} if status == 401 else None
+    return _error(status, error.detail or exc.detail, error.scim_type, headers)
+
+
+def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    headers = {"WWW-Authenticate": 'Bearer realm="tms scim"'} if exc.status_code == 401 else None
+    scim_type = "invalidValue" if isinstance(exc, ValidationException) else None
+    detail = exc.detail
+    if isinstance(exc, LitestarNotFound):
+        detail = "Not found."
+    return _error(exc.status_code, detail, scim_type, headers)
+
+
+def _domain_error(request: Request[Any, Any, Any], exc: DomainError) -> Response[bytes]:
+    if exc.status_code >= 500:
+        return _error(exc.status_code, exc.detail)
+    return _scim_error(request, service.domain_error(exc))
+
+
+def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    answered = handle_unexpected(request, exc)  # logs it, as everywhere; a full disk is a 507
+    if answered.status_code == 507:
+        return _error(507, DISK_FULL_DETAIL)
+    return _error(500, "An unexpected error occurred; it has been logged.")
+
+
+def router() -> Router:
+    return Router(
+        path="/scim/v2",
+        route_handlers=[
+            service_provider_config, resource_types, resource_type, schemas, schema,
+            list_users, search_users, create_user, get_user, replace_user, patch_user, delete_user,
+            list_groups, search_groups, create_group, get_group, replace_group, patch_group, delete_group,
+            search_everything, nowhere,
+        ],
+        guards=[scim_guard],
+        exception_handlers={
+            SCIMException: _scim_error,
+            HTTPException: _http_error,
+            DomainError: _domain_error,
+            Exception: _unexpected,
+        },
+        include_in_schema=False,
+        tags=["scim"],
+    )

@@ -1,0 +1,547 @@
+"""SCIM 2.0 provisioning: an identity provider creates, updates, deactivates and deletes a tenant's users
+and maps its groups to roles.
+
+scim2-models validates every payload in its request context (read-only attributes dropped, required
+ones checked), applies PATCH operations and evaluates filters; this module maps the resources onto TMS:
+
+- a user's resource is stored as the provider wrote it (``scim_users.resource``, never a password) and
+  gives the TMS account its email (the primary, else the first of ``emails``, else ``userName`` when it
+  is an address) and name. A POST naming the address of an account of the same tenant that no provider
+  manages adopts that account (its role is kept) instead of failing: an IdP switched on after the team
+  was invited links its people.
+- ``active: false`` is a deactivation through ``tms.team.service.set_active``: the same revocations and
+  ended sessions as in Settings → Team. DELETE deactivates the account the same way and unlinks it from
+  SCIM (TMS keeps the person's history: results, comments and audit entries name them).
+- a group's members get the role its display name maps to in the tenant's setting (the highest when
+  several groups map); a provisioned user in no mapped group has the default role. Roles change through
+  ``tms.team.service.change_role`` (a demotion below admin revokes what the user issued). The owner's
+  role and state never change.
+
+Each change is one audit entry by the token that made it (``user.provisioned``, ``user.updated``,
+``user.deprovisioned``, ``group.created``, ``group.updated``, ``group.deleted``), beside the entries of
+the team service for deactivations and role changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from pydantic import ValidationError
+from scim2_models import (
+    Context,
+    Error,
+    Group,
+    InvalidFilterException,
+    InvalidValueException,
+    ListResponse,
+    MutabilityException,
+    NotFoundException,
+    PatchOp,
+    ResponseParameters,
+    SCIMException,
+    SearchRequest,
+    UniquenessException,
+)
+
+from tms.db import Database, Row
+from tms.errors import Conflict, DomainError, InvalidInput
+from tms.ids import new_id, now_iso
+from tms.team import accounts
+from tms.team import service as team
+from tms.team.audit import service as audit
+from tms.team.scim import store
+from tms.team.scim.models import DEFAULT_GROUP_ROLE_MAP, DEFAULT_ROLE, MAX_RESULTS, PROVIDER, UserResource
+
+Json = dict[str, Any]
+ROLE_ORDER = ("viewer", "tester", "admin")
+PLACEHOLDER_DOMAIN = "provisioned.invalid"
+
+
+class ScimValidationError(SCIMException):
+    """A payload scim2-models refused: carries the library's own error body."""
+
+    def __init__(self, error: Error) -> None:
+        super().__init__(detail=error.detail or "invalid payload")
+        self._error = error
+        self.status = int(error.status or 400)
+        self.scim_type = error.scim_type or ""
+
+
+def _validated(model: Any, payload: Any, context: Context) -> Any:
+    if not isinstance(payload, dict):
+        raise ScimValidationError(Error(status=400, scim_type="invalidSyntax", detail="the body is not a JSON object"))
+    try:
+        with PROVIDER:
+            return model.model_validate(payload, scim_ctx=context)
+    except ValidationError as exc:
+        errors = Error.from_validation_errors(exc)
+        raise ScimValidationError(errors[0]) from None
+    except SCIMException:
+        raise
+
+
+def _dump(resource: Any, params: ResponseParameters[Any] | None = None,
+          context: Context = Context.RESOURCE_QUERY_RESPONSE) -> Json:
+    with PROVIDER:
+        return dict(resource.model_dump(scim_ctx=context, response_parameters=params, mode="json"))
+
+
+def response_parameters(model: Any, attributes: str | None, excluded: str | None) -> ResponseParameters[Any] | None:
+    if not attributes and not excluded:
+        return None
+    params: ResponseParameters[Any] = _validated(
+        ResponseParameters[model], {"attributes": attributes, "excludedAttributes": excluded}, Context.DEFAULT)
+    return params
+
+
+# --- settings ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    group_role_map: dict[str, str]
+    default_role: str
+    customised: bool = False
+
+
+async def get_settings(db: Database, tenant_id: str) -> Settings:
+    row = await store.get_settings(db, tenant_id)
+    if row is None:
+        return Settings(dict(DEFAULT_GROUP_ROLE_MAP), DEFAULT_ROLE)
+    return Settings(msgspec.json.decode(row["group_role_map"]), row["default_role"], True)
+
+
+def parse_group_role_map(text: str, field: str = "group_role_map") -> dict[str, str]:
+    """``group = role`` lines (the form's spelling) into a map; every role must be assignable."""
+    mapping: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        group, sep, role = line.rpartition("=")
+        group, role = group.strip(), role.strip().lower()
+        if not sep or not group:
+            raise InvalidInput(f"line {number}: write it as 'group = role'", field=field)
+        if role not in ROLE_ORDER:
+            raise InvalidInput(f"line {number}: role must be one of admin, tester, viewer", field=field)
+        mapping[group] = role
+    return mapping
+
+
+def format_group_role_map(mapping: Mapping[str, str]) -> str:
+    return "".join(f"{group} = {role}\n" for group, role in mapping.items())
+
+
+async def save_settings(db: Database, tenant_id: str, group_role_map: dict[str, str], default_role: str) -> None:
+    if default_role not in ROLE_ORDER:
+        raise InvalidInput("role must be one of admin, tester, viewer", field="scim_default_role")
+    before = await get_settings(db, tenant_id)
+    async with db.transaction() as tx:
+        await store.put_settings(tx, tenant_id, msgspec.json.encode(group_role_map).decode(), default_role, now_iso())
+        await audit.record(tx, tenant_id, "scim.settings_updated", "tenant", tenant_id, audit.changes_between(
+            {"group_role_map": before.group_role_map, "default_role": before.default_role},
+            {"group_role_map": group_role_map, "default_role": default_role}, ("group_role_map", "default_role")))
+
+
+def mapped_role(settings: Settings, group_names: Iterable[str]) -> str:
+    """The highest role the groups map to (group names compared case-insensitively), else the default."""
+    by_name = {name.casefold(): role for name, role in settings.group_role_map.items()}
+    roles = [by_name[name.casefold()] for name in group_names if name.casefold() in by_name]
+    return max(roles, key=ROLE_ORDER.index) if roles else settings.default_role
+
+
+async def _apply_roles(db: Database, tenant_id: str, actor_id: str, user_ids: Iterable[str]) -> None:
+    """Gives each user the role their groups map to (through the team service: a demotion revokes)."""
+    ids = sorted(set(user_ids))
+    if not ids:
+        return
+    settings = await get_settings(db, tenant_id)
+    groups: dict[str, list[str]] = {user_id: [] for user_id in ids}
+    for membership in await store.groups_of_users(db, tenant_id, ids):
+        groups[membership["user_id"]].append(membership["display_name"])
+    for user_id in ids:
+        row = await store.get_user(db, tenant_id, user_id)
+        if row is None or row["role"] == "owner":
+            continue
+        role = mapped_role(settings, groups[user_id])
+        if role != row["role"]:
+            await team.change_role(db, tenant_id, actor_id, user_id, role)
+
+
+# --- users ------------------------------------------------------------------------------------------------
+
+def _user_resource(row: Row, groups: list[Row], base: str) -> Any:
+    data = msgspec.json.decode(row["resource"])
+    data.update({
+        "id": row["user_id"], "userName": row["user_name"],
+        "groups": [{"value": g["id"], "$ref": f"{base}/Groups/{g['id']}", "display": g["display_name"],
+                    "type": "direct"} for g in groups] or None,
+        "meta": {"resourceType": "User", "created": row["created_at"], "lastModified": row["updated_at"],
+                 "location": f"{base}/Users/{row['user_id']}"},
+    })
+    if "active" in data or not row["active"]:  # a deactivated account reads inactive, set or not
+        data["active"] = bool(row["active"])
+    if row["external_id"] is not None:
+        data["externalId"] = row["external_id"]
+    with PROVIDER:
+        return UserResource.model_validate(data, scim_ctx=Context.DEFAULT)
+
+
+async def _user_resources(db: Database, tenant_id: str, rows: list[Row], base: str) -> list[Any]:
+    groups: dict[str, list[Row]] = {row["user_id"]: [] for row in rows}
+    for membership in await store.groups_of_users(db, tenant_id, list(groups)):
+        groups[membership["user_id"]].append(membership)
+    return [_user_resource(row, groups[row["user_id"]], base) for row in rows]
+
+
+async def _load_user(db: Database, tenant_id: str, user_id: str, base: str) -> Any:
+    row = await store.get_user(db, tenant_id, user_id)
+    if row is None:
+        raise NotFoundException(detail=f"User {user_id} not found")
+    return (await _user_resources(db, tenant_id, [row], base))[0]
+
+
+async def get_user(db: Database, tenant_id: str, base: str, user_id: str,
+                   params: ResponseParameters[Any] | None = None) -> Json:
+    return _dump(await _load_user(db, tenant_id, user_id, base), params)
+
+
+def _email_of(user: Any, user_id: str) -> str:
+    """The account's address: the primary of ``emails``, else a work one, else the first, else ``userName``
+    when it is an address. RFC 7643 makes emails optional, so a user with none gets a placeholder in the
+    reserved ``.invalid`` domain (RFC 2606), which no mail or directory sign-in ever matches."""
+    emails = [email for email in user.emails or [] if email.value]
+    chosen = next((e for e in emails if e.primary), None) or next((e for e in emails if e.type == "work"), None)
+    value = chosen or (emails[0] if emails else None)
+    address = str(value.value) if value else str(user.user_name)
+    try:
+        return accounts.clean_email(address)
+    except InvalidInput:
+        if value is not None:
+            raise InvalidValueException(detail=f"emails: {address!r} is not an email address") from None
+        return f"{user_id}@{PLACEHOLDER_DOMAIN}"
+
+
+def _name_of(user: Any) -> str:
+    name = user.display_name or (user.name.formatted if user.name else None)
+    if not name and user.name:
+        name = " ".join(part for part in (user.name.given_name, user.name.family_name) if part)
+    return str(name or user.user_name)[:200]
+
+
+def _stored(user: Any) -> str:
+    """The resource as stored: never a password (write-only, and TMS signs provisioned users in through
+    the directory), nor what the server owns (id, meta, groups)."""
+    with PROVIDER:
+        data = user.model_dump(scim_ctx=Context.DEFAULT)
+    for key in ("id", "meta", "groups", "password", "userName", "externalId"):
+        data.pop(key, None)
+    # ``active`` is the account's state; only whether the provider set it is kept here
+    if "active" in data:
+        data["active"] = True
+    return msgspec.json.encode(data).decode()
+
+
+def _guard_nul(payload: Any) -> None:
+    from tms.http.bodies import nul_paths  # the one NUL check of request bodies
+
+    paths = nul_paths(payload)
+    if paths:
+        raise InvalidValueException(detail=f"{paths[0]}: text may not contain NUL characters (U+0000)")
+
+
+async def create_user(db: Database, tenant_id: str, base: str, actor_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    user = _validated(UserResource, payload, Context.RESOURCE_CREATION_REQUEST)
+    fresh_id = new_id()
+    email, name, active = _email_of(user, fresh_id), _name_of(user), user.active is not False
+    settings = await get_settings(db, tenant_id)
+    now = now_iso()
+    async with db.transaction() as tx:
+        if await store.user_name_owner(tx, tenant_id, user.user_name) is not None:
+            raise UniquenessException(detail=f"userName {user.user_name!r} is already provisioned")
+        account = await store.account_by_email(tx, email)
+        if account is not None and (account["tenant_id"] != tenant_id or account["linked"]):
+            raise UniquenessException(detail=f"{email} already has an account")
+        adopted = account is not None
+        user_id = account["id"] if account is not None else fresh_id
+        if account is None:
+            await store.insert_account(tx, user_id, tenant_id, email, name, settings.default_role, active, now)
+        else:
+            await store.update_account(tx, tenant_id, user_id, email, name)
+        await store.link_user(tx, tenant_id, user_id, user.user_name, user.external_id, _stored(user), now)
+        await audit.record(tx, tenant_id, "user.provisioned", "user", user_id, {
+            "email": email, "user_name": user.user_name, "external_id": user.external_id, "active": active,
+            **({"adopted": True} if adopted else {"role": settings.default_role})})
+    if adopted and account is not None and bool(account["active"]) != active:
+        await _set_active(db, tenant_id, actor_id, user_id, active)
+    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_CREATION_RESPONSE)
+
+
+async def _set_active(db: Database, tenant_id: str, actor_id: str, user_id: str, active: bool) -> None:
+    try:
+        await team.set_active(db, tenant_id, actor_id, user_id, active)
+    except Conflict as exc:
+        raise MutabilityException(detail=exc.detail) from None
+
+
+async def _write_user(db: Database, tenant_id: str, actor_id: str, before: Any, after: Any) -> None:
+    """Stores a replaced or patched user: the account's email and name, the resource, then its state."""
+    row = await store.get_user(db, tenant_id, before.id)
+    if row is None:
+        raise NotFoundException(detail=f"User {before.id} not found")
+    active = after.active is not False
+    if row["role"] == "owner" and not active:
+        raise MutabilityException(detail="The owner of the team cannot be deactivated")
+    email, name = _email_of(after, before.id), _name_of(after)
+    async with db.transaction() as tx:
+        owner = await store.user_name_owner(tx, tenant_id, after.user_name)
+        if owner is not None and owner != before.id:
+            raise UniquenessException(detail=f"userName {after.user_name!r} is already provisioned")
+        account = await store.account_by_email(tx, email)
+        if account is not None and account["id"] != before.id:
+            raise UniquenessException(detail=f"{email} already has an account")
+        await store.update_account(tx, tenant_id, before.id, email, name)
+        await store.update_user(tx, tenant_id, before.id, after.user_name, after.external_id, _stored(after), now_iso())
+        changes: dict[str, Any] = audit.changes_between(
+            {"email": row["email"], "name": row["name"], "user_name": row["user_name"],
+             "external_id": row["external_id"]},
+            {"email": email, "name": name, "user_name": after.user_name, "external_id": after.external_id},
+            ("email", "name", "user_name", "external_id"))
+        if _stored(before) != _stored(after):
+            changes.setdefault("attributes", "(changed)")
+        if changes:
+            await audit.record(tx, tenant_id, "user.updated", "user", before.id, changes)
+    if bool(row["active"]) != active:
+        await _set_active(db, tenant_id, actor_id, before.id, active)
+
+
+async def replace_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    before = await _load_user(db, tenant_id, user_id, base)
+    after = _validated(UserResource, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
+    with PROVIDER:
+        after.replace(before)
+    after.id = before.id
+    await _write_user(db, tenant_id, actor_id, before, after)
+    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
+
+
+async def patch_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    before = await _load_user(db, tenant_id, user_id, base)
+    patch = _validated(PatchOp[UserResource], payload, Context.RESOURCE_PATCH_REQUEST)
+    after = before.model_copy(deep=True)
+    with PROVIDER:
+        patch.patch(after)
+    await _write_user(db, tenant_id, actor_id, before, after)
+    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
+
+
+async def delete_user(db: Database, tenant_id: str, actor_id: str, user_id: str) -> None:
+    """Deprovisioning: the account is deactivated (revocations, sessions ended) and no longer in SCIM."""
+    row = await store.get_user(db, tenant_id, user_id)
+    if row is None:
+        raise NotFoundException(detail=f"User {user_id} not found")
+    if row["role"] == "owner":
+        raise MutabilityException(detail="The owner of the team cannot be deprovisioned")
+    if row["active"]:
+        await _set_active(db, tenant_id, actor_id, user_id, False)
+    async with db.transaction() as tx:
+        if await store.unlink_user(tx, tenant_id, user_id):
+            await audit.record(tx, tenant_id, "user.deprovisioned", "user", user_id,
+                               {"email": row["email"], "user_name": row["user_name"]})
+
+
+# --- groups -----------------------------------------------------------------------------------------------
+
+def _group_resource(row: Row, members: list[Row], base: str) -> Group:
+    data: Json = {
+        "id": row["id"], "displayName": row["display_name"],
+        "members": [{"value": m["user_id"], "$ref": f"{base}/Users/{m['user_id']}", "display": m["display"],
+                     "type": "User"} for m in members] or None,
+        "meta": {"resourceType": "Group", "created": row["created_at"], "lastModified": row["updated_at"],
+                 "location": f"{base}/Groups/{row['id']}"},
+    }
+    if row["external_id"] is not None:
+        data["externalId"] = row["external_id"]
+    with PROVIDER:
+        return Group.model_validate(data, scim_ctx=Context.DEFAULT)
+
+
+async def _group_resources(db: Database, tenant_id: str, rows: list[Row], base: str) -> list[Group]:
+    members: dict[str, list[Row]] = {row["id"]: [] for row in rows}
+    for member in await store.members_of_groups(db, tenant_id, list(members)):
+        members[member["group_id"]].append(member)
+    return [_group_resource(row, members[row["id"]], base) for row in rows]
+
+
+async def _load_group(db: Database, tenant_id: str, group_id: str, base: str) -> Group:
+    row = await store.get_group(db, tenant_id, group_id)
+    if row is None:
+        raise NotFoundException(detail=f"Group {group_id} not found")
+    return (await _group_resources(db, tenant_id, [row], base))[0]
+
+
+async def get_group(db: Database, tenant_id: str, base: str, group_id: str,
+                    params: ResponseParameters[Any] | None = None) -> Json:
+    return _dump(await _load_group(db, tenant_id, group_id, base), params)
+
+
+async def _members(db: Database, tenant_id: str, group: Group) -> dict[str, str | None]:
+    """The users a group names (id -> display); each must be a provisioned user of this tenant (groups in
+    groups are not supported: roles come from direct membership)."""
+    members: dict[str, str | None] = {}
+    for member in group.members or []:
+        if member.type not in (None, "User"):
+            raise InvalidValueException(detail="members: only users can be members of a group here")
+        if not member.value:
+            raise InvalidValueException(detail="members: every member needs its value (a User id)")
+        members[str(member.value)] = member.display
+    known = await store.linked_user_ids(db, tenant_id, list(members))
+    missing = [user_id for user_id in members if user_id not in known]
+    if missing:
+        raise InvalidValueException(detail=f"members: no provisioned User {missing[0]}")
+    return members
+
+
+def _display_name(group: Group) -> str:
+    name = (group.display_name or "").strip()
+    if not name:
+        raise InvalidValueException(detail="displayName is required")
+    return name
+
+
+async def create_group(db: Database, tenant_id: str, base: str, actor_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    group = _validated(Group, payload, Context.RESOURCE_CREATION_REQUEST)
+    name = _display_name(group)
+    members = await _members(db, tenant_id, group)
+    group_id, now = new_id(), now_iso()
+    async with db.transaction() as tx:
+        await store.insert_group(tx, group_id, tenant_id, name, group.external_id, now)
+        await store.set_members(tx, group_id, members)
+        await audit.record(tx, tenant_id, "group.created", "scim_group", group_id,
+                           {"display_name": name, "members": len(members)})
+    await _apply_roles(db, tenant_id, actor_id, members)
+    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_CREATION_RESPONSE)
+
+
+async def _write_group(db: Database, tenant_id: str, actor_id: str, before: Group, after: Group) -> None:
+    name = _display_name(after)
+    old_members = [str(m.value) for m in before.members or []]
+    members = await _members(db, tenant_id, after)
+    async with db.transaction() as tx:
+        if await store.get_group(tx, tenant_id, str(before.id)) is None:
+            raise NotFoundException(detail=f"Group {before.id} not found")
+        await store.update_group(tx, tenant_id, str(before.id), name, after.external_id, now_iso())
+        await store.set_members(tx, str(before.id), members)
+        changes: dict[str, Any] = audit.changes_between(
+            {"display_name": before.display_name, "external_id": before.external_id},
+            {"display_name": name, "external_id": after.external_id}, ("display_name", "external_id"))
+        added, removed = set(members) - set(old_members), set(old_members) - set(members)
+        if added:
+            changes["members_added"] = sorted(added)
+        if removed:
+            changes["members_removed"] = sorted(removed)
+        if changes:
+            await audit.record(tx, tenant_id, "group.updated", "scim_group", str(before.id), changes)
+    # a renamed group may map to another role: every member is checked
+    await _apply_roles(db, tenant_id, actor_id, [*members, *old_members])
+
+
+async def replace_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    before = await _load_group(db, tenant_id, group_id, base)
+    after = _validated(Group, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
+    with PROVIDER:
+        after.replace(before)
+    after.id = before.id
+    await _write_group(db, tenant_id, actor_id, before, after)
+    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
+
+
+async def patch_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
+    _guard_nul(payload)
+    before = await _load_group(db, tenant_id, group_id, base)
+    patch = _validated(PatchOp[Group], payload, Context.RESOURCE_PATCH_REQUEST)
+    after = before.model_copy(deep=True)
+    with PROVIDER:
+        patch.patch(after)
+    await _write_group(db, tenant_id, actor_id, before, after)
+    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
+
+
+async def delete_group(db: Database, tenant_id: str, actor_id: str, group_id: str) -> None:
+    row = await store.get_group(db, tenant_id, group_id)
+    if row is None:
+        raise NotFoundException(detail=f"Group {group_id} not found")
+    members = [m["user_id"] for m in await store.members_of_groups(db, tenant_id, [group_id])]
+    async with db.transaction() as tx:
+        if await store.delete_group(tx, tenant_id, group_id):
+            await audit.record(tx, tenant_id, "group.deleted", "scim_group", group_id,
+                               {"display_name": row["display_name"], "members": len(members)})
+    await _apply_roles(db, tenant_id, actor_id, members)
+
+
+# --- lists and searches -----------------------------------------------------------------------------------
+
+def search_request(model: Any, payload: Any) -> SearchRequest[Any]:
+    return _validated(SearchRequest[model], payload, Context.SEARCH_REQUEST)  # type: ignore[no-any-return]
+
+
+def _user_name_filter(request: SearchRequest[Any]) -> str | None:
+    """The userName of ``userName eq "…"`` (what IdPs send before a create), answered by the index."""
+    from scim2_models.path.expressions import Comparison
+
+    node = request.filter.ast if request.filter is not None else None
+    if (isinstance(node, Comparison) and node.op.value == "eq" and node.attr_path.uri is None
+            and node.attr_path.attr.casefold() == "username" and node.attr_path.sub_attr is None
+            and isinstance(node.value, str)):
+        return node.value
+    return None
+
+
+def _page(model: Any, request: SearchRequest[Any], resources: list[Any]) -> Json:
+    if request.filter is not None:
+        try:
+            resources = [r for r in resources if request.filter.match(r)]
+        except SCIMException:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise InvalidFilterException(detail=str(exc)) from None
+    total = len(resources)
+    start = max(request.start_index or 1, 1)
+    count = MAX_RESULTS if request.count is None else min(request.count, MAX_RESULTS)
+    window = resources[start - 1:start - 1 + count]
+    with PROVIDER:
+        listing: Any = ListResponse[model]
+        body = listing(total_results=total, start_index=start, items_per_page=len(window), resources=window)
+        return dict(body.model_dump(scim_ctx=Context.SEARCH_RESPONSE, response_parameters=request, mode="json"))
+
+
+async def search_users(db: Database, tenant_id: str, base: str, request: SearchRequest[Any]) -> Json:
+    user_name = _user_name_filter(request)
+    rows = await store.list_users(db, tenant_id, user_name=user_name)
+    return _page(UserResource, request, await _user_resources(db, tenant_id, rows, base))
+
+
+async def search_groups(db: Database, tenant_id: str, base: str, request: SearchRequest[Any]) -> Json:
+    rows = await store.list_groups(db, tenant_id)
+    return _page(Group, request, await _group_resources(db, tenant_id, rows, base))
+
+
+def discovery_list(items: list[Any]) -> Json:
+    with PROVIDER:
+        listing: Any = ListResponse[type(items[0])]  # type: ignore[misc]
+        body = listing(total_results=len(items), start_index=1, items_per_page=len(items), resources=items)
+        return dict(body.model_dump(scim_ctx=Context.SEARCH_RESPONSE, mode="json"))
+
+
+def domain_error(exc: DomainError) -> SCIMException:
+    """A TMS error met while provisioning, in SCIM's words."""
+    if isinstance(exc, Conflict):
+        return UniquenessException(detail=exc.detail)
+    return InvalidValueException(detail=exc.detail)
