@@ -78,6 +78,7 @@ from tms.team import web as web_team
 from tms.team.audit import service as audit
 from tms.team.audit import web as web_audit
 from tms.team.me import api as me_api
+from tms.team.scim import api as scim_api
 from tms.team.signin import web as web_auth
 from tms.team.signin.session import LoginRequired
 from tms.team.signin.session_cookie import RotatingSessionConfig
@@ -272,8 +273,9 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         secret=secrets.token_urlsafe(32),
         cookie_secure=config.production,
         # /api/v1 authenticates with Bearer tokens (no ambient credentials); /api/webhooks checks CSRF
-        # itself after the session check, and inbound tracker webhooks are signed.
-        exclude=["/api/"],
+        # itself after the session check, and inbound tracker webhooks are signed; /scim/v2 takes
+        # Bearer tokens only, like /api/v1.
+        exclude=["/api/", "/scim/"],
     )
     session_config = RotatingSessionConfig(
         key="tms_session",
@@ -281,7 +283,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         httponly=True,
         samesite="lax",
         secure=config.production,
-        exclude=["/api/v1", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
+        exclude=["/api/v1", "/scim/", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine,
@@ -302,6 +304,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             operations_api.metrics,
             operations_api.favicon,
             _api_router(),
+            scim_api.router(),
             *_web_routers(),
             create_static_files_router(path="/static", directories=[PACKAGE_DIR / "static"],
                                        include_in_schema=False),
