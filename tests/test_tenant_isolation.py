@@ -232,6 +232,11 @@ NOT_TENANT_SCOPED = {
                                               "(tested in test_integrations.py)",
     "/invitations/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
     "/password-reset/{secret:str}": "the one-time link is the credential (tested in test_web_team.py)",
+    "/scim/v2/Users/{user_id:str}": "SCIM (scim tokens only): another tenant's ids, every method, in test_scim.py",
+    "/scim/v2/Groups/{group_id:str}": "SCIM (scim tokens only): another tenant's ids, every method, in test_scim.py",
+    "/scim/v2/ResourceTypes/{type_id:str}": "SCIM discovery: the same for every tenant",
+    "/scim/v2/Schemas/{schema_id:str}": "SCIM discovery: the same for every tenant",
+    "/scim/v2/{rest:path}": "SCIM's error body for an unknown endpoint",
 }
 
 
