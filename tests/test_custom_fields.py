@@ -107,3 +107,155 @@ def test_other_tenants_fields_are_404_and_read_tokens_cannot_write(tenant: Tenan
                              json={"project_id": project, "key": "k", "name": "K", "type": "text"}), 403)
     assert_problem(read.patch(f"/api/v1/custom-fields/{field['id']}", json={"name": "x"}), 403)
     assert_problem(read.delete(f"/api/v1/custom-fields/{field['id']}"), 403)
+
+
+def test_retire_keeps_values_and_hides_nothing_stored(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    field = define(tenant.api, project, "browser", "text")
+    case = create_case(tenant.api, project, custom_fields={"browser": "Chrome"}).json()["data"]
+    assert tenant.api.delete(f"/api/v1/custom-fields/{field['id']}").status_code == 204
+    retired = tenant.api.get(f"/api/v1/custom-fields/{field['id']}").json()["data"]
+    assert retired["retired"] is True
+    got = tenant.api.get(f"/api/v1/cases/{case['id']}").json()["data"]
+    assert got["custom_fields"] == {"browser": "Chrome"}
+    # the value stays, a new one is refused, the same one is fine (a GET sent back as a PATCH)
+    refused = tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"custom_fields": {"browser": "Firefox"}})
+    assert problem_field(refused) == "custom_fields.browser"
+    same = tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"custom_fields": {"browser": "Chrome"}})
+    assert same.status_code == 200 and same.json()["data"]["version"] == 1
+    assert_problem(create_case(tenant.api, project, custom_fields={"browser": "Safari"}), 400)
+    restored = tenant.api.patch(f"/api/v1/custom-fields/{field['id']}", json={"retired": False})
+    assert restored.json()["data"]["retired"] is False
+    changed = tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"custom_fields": {"browser": "Firefox"}})
+    assert changed.json()["data"]["custom_fields"] == {"browser": "Firefox"}
+
+
+# ------------------------------------------------------------------------------------------- cases
+
+
+@pytest.fixture
+def typed(tenant: Tenant) -> dict[str, Any]:
+    """A project with one field of every type."""
+    project = tenant.create_project()["id"]
+    for key, kind, more in (
+        ("summary", "text", {}), ("notes", "textarea", {}), ("effort", "number", {}), ("smoke", "checkbox", {}),
+        ("due", "date", {}), ("spec", "url", {}), ("browser", "select", {"options": ["Chrome", "Firefox"]}),
+        ("platforms", "multiselect", {"options": ["Linux", "macOS", "Windows"]}), ("owner", "user", {}),
+    ):
+        define(tenant.api, project, key, kind, **more)
+    return {"project": project}
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("summary", 5), ("summary", ["x"]), ("notes", True), ("effort", "3"), ("effort", True), ("smoke", "yes"),
+    ("smoke", 1), ("due", "2024-02-30"), ("due", "tomorrow"), ("spec", "javascript:alert(1)"), ("spec", "ftp://x"),
+    ("browser", "Opera"), ("browser", ["Chrome"]), ("platforms", "Linux"), ("platforms", ["Linux", "BeOS"]),
+    ("owner", "nobody@example.com"), ("summary", {"nested": 1}), ("nope", "x"),
+])
+def test_a_wrong_value_is_a_400_naming_the_field(tenant: Tenant, typed: dict[str, Any], key: str, value: Any) -> None:
+    response = create_case(tenant.api, typed["project"], custom_fields={key: value})
+    assert problem_field(response) == f"custom_fields.{key}"
+    case = create_case(tenant.api, typed["project"]).json()["data"]
+    patched = tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"custom_fields": {key: value}})
+    assert problem_field(patched) == f"custom_fields.{key}"
+
+
+def test_values_of_every_type_round_trip(tenant: Tenant, typed: dict[str, Any]) -> None:
+    values = {"summary": "  Pay by card ", "notes": "line one\nline two", "effort": 2.0, "smoke": True,
+              "due": "2024-02-29", "spec": "https://example.com/spec", "browser": "Firefox",
+              "platforms": ["macOS", "Linux", "macOS"], "owner": tenant.email.upper()}
+    response = create_case(tenant.api, typed["project"], custom_fields=values)
+    assert response.status_code == 201, response.text
+    stored = response.json()["data"]["custom_fields"]
+    me = tenant.api.get("/api/v1/users").json()["data"]
+    owner = next(user["id"] for user in me if user["email"] == tenant.email)
+    assert stored == {"summary": "Pay by card", "notes": "line one\nline two", "effort": 2, "smoke": True,
+                      "due": "2024-02-29", "spec": "https://example.com/spec", "browser": "Firefox",
+                      "platforms": ["macOS", "Linux"], "owner": owner}
+    got = tenant.api.get(f"/api/v1/cases/{response.json()['data']['code']}").json()["data"]
+    assert got["custom_fields"] == stored
+    # a PATCH changes the keys it names; null removes a value
+    patched = tenant.api.patch(f"/api/v1/cases/{got['id']}", json={"custom_fields": {"effort": 3.5, "notes": None}})
+    assert patched.status_code == 200, patched.text
+    after = patched.json()["data"]
+    assert after["custom_fields"]["effort"] == 3.5 and "notes" not in after["custom_fields"]
+    assert after["custom_fields"]["browser"] == "Firefox" and after["version"] == 2
+    listed = tenant.api.get("/api/v1/cases", params={"project_id": typed["project"]}).json()["data"]
+    assert listed[0]["custom_fields"] == after["custom_fields"]
+
+
+def test_defaults_apply_on_create_and_required_is_enforced(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox"], default="Chrome")
+    define(tenant.api, project, "ticket", "text", required=True)
+    missing = create_case(tenant.api, project)
+    assert problem_field(missing) == "custom_fields.ticket"
+    created = create_case(tenant.api, project, custom_fields={"ticket": "T-1"})
+    assert created.json()["data"]["custom_fields"] == {"browser": "Chrome", "ticket": "T-1"}
+    case_id = created.json()["data"]["id"]
+    emptied = tenant.api.patch(f"/api/v1/cases/{case_id}", json={"custom_fields": {"ticket": ""}})
+    assert problem_field(emptied) == "custom_fields.ticket"
+    # a change that leaves custom_fields alone does not ask for them
+    assert tenant.api.patch(f"/api/v1/cases/{case_id}", json={"title": "Renamed"}).status_code == 200
+    # a case without a project has no fields
+    loose = tenant.api.post("/api/v1/cases", json={"title": "t", "bdd_content": GHERKIN,
+                                                   "custom_fields": {"browser": "Chrome"}})
+    assert problem_field(loose) == "custom_fields.browser"
+
+
+def test_versions_carry_the_values(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox"])
+    case = create_case(tenant.api, project, custom_fields={"browser": "Chrome"}).json()["data"]
+    tenant.api.patch(f"/api/v1/cases/{case['id']}", json={"custom_fields": {"browser": "Firefox"}})
+    versions = tenant.api.get(f"/api/v1/cases/{case['id']}/versions").json()["data"]
+    assert [(v["version"], v["custom_fields"]) for v in versions] == [
+        (2, {"browser": "Firefox"}), (1, {"browser": "Chrome"})]
+    history = tenant.web().get(f"/cases/{case['id']}/history", params={"a": 1, "b": 2})
+    if history.status_code == 200:
+        assert "Firefox" in history.text
+
+
+def test_filter_by_field_value(tenant: Tenant, other_tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox", "Safari"])
+    define(tenant.api, project, "platforms", "multiselect", options=["Linux", "macOS"])
+    define(tenant.api, project, "effort", "number")
+    define(tenant.api, project, "smoke", "checkbox")
+    define(tenant.api, project, "summary", "text")
+    codes = {}
+    for name, fields in (
+        ("chrome", {"browser": "Chrome", "platforms": ["Linux"], "effort": 1, "smoke": True}),
+        ("firefox", {"browser": "Firefox", "platforms": ["Linux", "macOS"], "effort": 2.5, "smoke": False,
+                     "summary": "voucher redemption"}),
+        ("safari", {"browser": "Safari", "platforms": ["macOS"], "effort": 1.0}),
+    ):
+        codes[name] = create_case(tenant.api, project, title=name, custom_fields=fields).json()["data"]["code"]
+
+    def found(**params: Any) -> list[str]:
+        response = tenant.api.get("/api/v1/cases", params={"project_id": project, **params})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["pagination"]["total"] == len(body["data"])
+        return sorted(case["title"] for case in body["data"])
+
+    assert found(**{"cf.browser": "Chrome"}) == ["chrome"]
+    assert found(**{"cf.browser": ["Chrome", "Safari"]}) == ["chrome", "safari"]
+    assert found(**{"cf.platforms": "macOS"}) == ["firefox", "safari"]
+    assert found(**{"cf.effort": "1"}) == ["chrome", "safari"]
+    assert found(**{"cf.effort": "2.5"}) == ["firefox"]
+    assert found(**{"cf.smoke": "true"}) == ["chrome"]
+    assert found(**{"cf.smoke": "false"}) == ["firefox"]
+    assert found(**{"cf.platforms": "Linux", "cf.browser": "Firefox"}) == ["firefox"]
+    assert found(**{"cf.platforms": "Linux", "q": "firefox"}) == ["firefox"]
+    assert found(**{"cf.platforms": "macOS", "priority": "MEDIUM", "status": "DRAFT"}) == ["firefox", "safari"]
+    # full-text search reads the text of field values
+    assert found(q="voucher") == ["firefox"]
+    # without a project: the tenant's fields with that key
+    anywhere = tenant.api.get("/api/v1/cases", params={"cf.browser": "Safari"}).json()["data"]
+    assert [case["code"] for case in anywhere] == [codes["safari"]]
+    assert problem_field(tenant.api.get("/api/v1/cases", params={"project_id": project, "cf.nope": "x"})) == "cf.nope"
+    assert problem_field(tenant.api.get("/api/v1/cases", params={"project_id": project, "cf.effort": "lots"})) \
+        == "cf.effort"
+    # another tenant's values never match
+    assert other_tenant.api.get("/api/v1/cases", params={"cf.browser": "Safari"}).status_code == 400

@@ -18,7 +18,8 @@ from tms.state import db_of
     summary="List and search test cases",
     description="Filters (all combined): project_id, status, priority, automation_status, layer, tag (repeatable: "
     "any of them), section_id (`none` = in no section; include_subsections=true widens it to the subtree), "
-    "needs_retest, q (words in title, code, Gherkin, tags and ticket keys; all must match). "
+    "needs_retest, q (words in title, code, Gherkin, tags, ticket keys and text custom fields; all must match), "
+    "cf.<key>=value (a custom field holds the value; repeatable: any of them). "
     "sort: created_at (default), code, title, status, priority, automation_status, layer, updated_at; "
     "order: asc (default) or desc. limit/offset paginate.",
 )
@@ -44,12 +45,19 @@ async def list_cases(
     query = case_service.CaseQuery(
         project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
         q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
-        needs_retest=needs_retest, sort=sort, descending=order == "desc",
+        needs_retest=needs_retest, sort=sort, descending=order == "desc", fields=field_filters(request),
     )
     cases, pagination = await case_service.list_cases(
         db_of(request), request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)
+
+
+def field_filters(request: ApiRequest) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The `cf.<key>=value` query parameters (repeatable), by key."""
+    params = request.query_params
+    keys = sorted({name[3:] for name in params if name.startswith("cf.")})
+    return tuple((key, tuple(params.getall(f"cf.{key}"))) for key in keys)
 
 
 @post("/cases", **requires("write"), summary="Create a test case (code given or TC-<n>)")

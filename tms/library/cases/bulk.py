@@ -28,6 +28,7 @@ FIELD_ACTIONS = {
 ACTIONS = ("move", *FIELD_ACTIONS, "add_tag", "remove_tag", "clone", "delete")
 _tags = msgspec.json.Decoder(list[str])
 _tickets = msgspec.json.Decoder(list[Ticket])
+_fields = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
 
@@ -73,10 +74,11 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
                            project_id=row["project_id"], status=row["status"], priority=row["priority"],
                            layer=row["layer"], is_e2e=bool(row["is_e2e"]), automation_status=row["automation_status"],
                            tags=_tags.decode(row["tags"]), tickets=_tickets.decode(row["tickets"]),
-                           section_id=row["section_id"])
+                           section_id=row["section_id"], custom_fields=_fields.decode(row["custom_fields"]))
                 for row in originals
             ]
-            created = await case_service.insert_checked(tx, tenant_id, copies, now)
+            # the copies hold the values their originals hold (retired fields' included), as they are
+            created = await case_service.insert_checked(tx, tenant_id, copies, now, copy_fields=True)
             await audit.record(tx, tenant_id, "case.bulk_cloned", "case", None,
                                {"selected": len(ids), "created": len(created)})
             return len(created)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -22,6 +22,8 @@ Code = Annotated[str, msgspec.Meta(pattern=CODE_PATTERN, max_length=64)]
 # Feature files can be long; 200k characters is far beyond any real one and bounds parser time.
 BddContent = Annotated[str, msgspec.Meta(min_length=1, max_length=200_000)]
 Tags = Annotated[list[Label], msgspec.Meta(max_length=100)]
+# {key: value} of the project's custom fields (tms.library.fields checks each value against its field)
+CustomFieldValues = Annotated[dict[str, Any], msgspec.Meta(max_length=200)]
 
 
 class Ticket(msgspec.Struct, forbid_unknown_fields=True):
@@ -45,6 +47,7 @@ class CaseCreate(RequestBody):
     tags: Tags = msgspec.field(default_factory=list)
     tickets: Tickets = msgspec.field(default_factory=list)
     section_id: str | None = None
+    custom_fields: CustomFieldValues = msgspec.field(default_factory=dict)
 
 
 class CaseUpdate(RequestBody):
@@ -62,6 +65,8 @@ class CaseUpdate(RequestBody):
     tags: Tags | UnsetType = UNSET
     tickets: Tickets | UnsetType = UNSET
     section_id: str | UnsetType | None = UNSET
+    # the keys given change (null or "" removes a value); the others keep theirs
+    custom_fields: CustomFieldValues | UnsetType = UNSET
     # true puts the case in the retest queue (firing retest.required), false takes it out
     needs_retest: bool | UnsetType = UNSET
 
@@ -87,6 +92,7 @@ class Case(msgspec.Struct):
     retest_flagged_at: str | None = None
     section_id: str | None = None
     version: int = 1
+    custom_fields: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class Pagination(msgspec.Struct):
@@ -126,6 +132,7 @@ class CaseVersion(msgspec.Struct):
     project_id: str | None
     changed_by: Actor
     created_at: str
+    custom_fields: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class CaseVersionList(msgspec.Struct):

@@ -31,6 +31,8 @@ from tms.library.cases.models import (
     Pagination,
     Ticket,
 )
+from tms.library.fields import service as field_service
+from tms.library.fields import store as field_store
 from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin
 from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
@@ -42,11 +44,12 @@ LAYERS = ("UI", "API", "INTEGRATION", "UNIT")
 AUTOMATION_STATUSES = ("MANUAL", "IN_PROGRESS", "AUTOMATED", "FLAKY", "ARCHIVED")
 # the fields a version records, and those a PATCH compares to decide whether anything changed
 VERSIONED = ("code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
-             "automation_status", "tags", "tickets", "section_id")
+             "automation_status", "tags", "tickets", "section_id", "custom_fields")
 
 CODE_RE = re.compile(CODE_PATTERN)
 _tickets_decoder = msgspec.json.Decoder(list[Ticket])
 _tags_decoder = msgspec.json.Decoder(list[str])
+_fields_decoder = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
 
@@ -72,6 +75,7 @@ def case_from_row(row: Row) -> Case:
         retest_flagged_at=row.get("retest_flagged_at"),
         section_id=row.get("section_id"),
         version=row.get("version") or 1,
+        custom_fields=_fields_decoder.decode(row.get("custom_fields") or "{}"),
     )
 
 
@@ -165,8 +169,10 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
         creates = check_creates(bodies)
     else:
         creates = await asyncio.to_thread(check_creates, bodies)
+    needs_users = any(field_service.needs_users(body.custom_fields) for body in creates)
+    users = await field_service.tenant_users(db, tenant_id) if needs_users else None
     async with db.transaction() as tx:
-        created = await insert_checked(tx, tenant_id, creates, now_iso())
+        created = await insert_checked(tx, tenant_id, creates, now_iso(), users=users)
         if len(created) == 1:
             await audit.record(tx, tenant_id, "case.created", "case", created[0].id,
                                {"code": created[0].code, "title": created[0].title})
@@ -195,8 +201,34 @@ def _placed(project_id: str | None, section_id: str | None, sections: dict[str, 
     return section_project
 
 
-async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCreate], now: str) -> list[Case]:
-    """Inserts already checked bodies (see ``check_creates``) in the caller's transaction, with version 1."""
+async def case_field_values(
+    tx: Transaction, tenant_id: str, creates: list[CaseCreate], projects: list[str | None],
+    users: field_service.Users | None,
+) -> list[dict[str, Any]]:
+    """Each body's custom field values checked against its project's fields, defaults added (a 400
+    naming ``custom_fields.<key>``, with the case's index when there are several)."""
+    fields: dict[str | None, dict[str, Any]] = {}
+    out = []
+    for index, (body, project_id) in enumerate(zip(creates, projects, strict=True)):
+        if project_id not in fields:
+            fields[project_id] = await field_service.fields_of(tx, tenant_id, project_id)
+        try:
+            out.append(field_service.merge_case_fields(fields[project_id], {}, body.custom_fields, creating=True,
+                                                       users=users))
+        except InvalidInput as exc:
+            if len(creates) == 1:
+                raise
+            raise InvalidInput(f"cases[{index}]: {exc.detail}", field=exc.field) from None
+    return out
+
+
+async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCreate], now: str, *,
+                         users: field_service.Users | None = None, copy_fields: bool = False) -> list[Case]:
+    """Inserts already checked bodies (see ``check_creates``) in the caller's transaction, with version 1.
+
+    Custom field values are checked here, where each case's project is known (``users`` for `user`
+    fields: ``field_service.tenant_users``); ``copy_fields`` stores them as given (clones of stored cases).
+    """
     sections = await section_projects(tx, tenant_id, {b.section_id for b in creates if b.section_id is not None})
     projects = [_placed(body.project_id, body.section_id, sections) for body in creates]
     await _check_projects(tx, tenant_id, {p for p in projects if p is not None})
@@ -204,15 +236,19 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
     taken = await case_store.codes_taken(tx, tenant_id, client_codes)
     if taken:
         raise Conflict(f"code {sorted(taken)[0]} is already used by another test case", field="code")
+    if copy_fields:
+        values = [dict(body.custom_fields) for body in creates]
+    else:
+        values = await case_field_values(tx, tenant_id, creates, projects, users)
     assigned = iter(await _assign_codes(tx, tenant_id, len(creates) - len(client_codes)))
     ids = new_ids(len(creates))
     rows = []
-    for case_id, body, project_id in zip(ids, creates, projects, strict=True):
+    for case_id, body, project_id, fields in zip(ids, creates, projects, values, strict=True):
         rows.append((
             case_id, tenant_id, body.code or next(assigned), _clean_title(body.title), body.bdd_content,
             project_id, body.status, body.priority, body.layer, int(body.is_e2e),
             body.automation_status, _encoder.encode(_clean_tags(body.tags)).decode(),
-            _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1,
+            _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_service.encode(fields),
         ))
     await case_store.insert_cases(tx, rows)
     await record_versions(tx, tenant_id, ids, now)
@@ -220,7 +256,7 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
         Case(id=row[0], code=row[2], title=row[3], bdd_content=row[4], project_id=row[5], status=row[6],
              priority=row[7], layer=row[8], is_e2e=bool(row[9]), automation_status=row[10],
              tags=_tags_decoder.decode(row[11]), tickets=list(body.tickets), created_at=now, updated_at=now,
-             section_id=row[15], version=1)
+             section_id=row[15], version=1, custom_fields=fields)
         for row, body in zip(rows, creates, strict=True)
     ]
 
@@ -255,6 +291,8 @@ class CaseQuery:
     needs_retest: bool | None = None
     sort: str = "created_at"
     descending: bool = False
+    # `cf.<key>=value` filters: (key, (value, ...)); a case matches any of a key's values
+    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _WORD = re.compile(r"\w", re.UNICODE)
@@ -296,8 +334,13 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
             section_range = (section["project_id"], low, high)
         else:
             section_ids = [section["id"]]
+    conditions = []
+    if query.fields:
+        filters = await field_service.case_filters(db, tenant_id, query.project_id,
+                                                   {key: list(values) for key, values in query.fields})
+        conditions = [field_store.value_filter(tenant_id, key, texts, numbers) for key, texts, numbers in filters]
     return await case_store.search_cases(
-        db, tenant_id,
+        db, tenant_id, conditions=conditions,
         equals={"project_id": query.project_id, "status": query.status, "priority": query.priority,
                 "automation_status": query.automation_status, "layer": query.layer},
         words=words, tags=[t for t in query.tags if t] or None, section_ids=section_ids,
@@ -338,7 +381,7 @@ def _encoded_changes(body: CaseUpdate) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     for field in body.__struct_fields__:
         value = getattr(body, field)
-        if value is msgspec.UNSET or field == "needs_retest":
+        if value is msgspec.UNSET or field in ("needs_retest", "custom_fields"):
             continue
         if field == "title":
             value = _clean_title(value)
@@ -367,7 +410,7 @@ async def _place_update(tx: Transaction, tenant_id: str, row: Row, changes: dict
 
 
 AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "status", "priority", "layer",
-                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest")
+                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest", "custom_fields")
 
 
 async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
@@ -376,6 +419,8 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
         changes = _encoded_changes(body)
     else:  # a long Gherkin text is parsed in a worker thread, off the event loop
         changes = await asyncio.to_thread(_encoded_changes, body)
+    given_fields = None if body.custom_fields is msgspec.UNSET else body.custom_fields
+    users = await field_service.tenant_users(db, tenant_id) if field_service.needs_users(given_fields) else None
     async with db.transaction() as tx:
         row = await find_case_row(tx, tenant_id, id_or_code)
         if row is None:
@@ -385,6 +430,11 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
         elif await case_store.codes_taken(tx, tenant_id, [changes["code"]]):
             raise Conflict(f"code {changes['code']} is already used by another test case", field="code")
         await _place_update(tx, tenant_id, row, changes)
+        if given_fields is not None:
+            fields = await field_service.fields_of(tx, tenant_id, changes.get("project_id", row["project_id"]))
+            merged = field_service.merge_case_fields(fields, _fields_decoder.decode(row["custom_fields"]),
+                                                     given_fields, creating=False, users=users)
+            changes["custom_fields"] = field_service.encode(merged)
         changes = {field: value for field, value in changes.items() if row[field] != value}
         if changes:
             changes["updated_at"] = now_iso()
@@ -409,7 +459,7 @@ def version_from_row(row: Row) -> CaseVersion:
         tickets=_tickets_decoder.decode(row["tickets"]), section_id=row["section_id"],
         project_id=row["project_id"],
         changed_by=Actor(type=row["actor_type"], id=row["actor_id"], name=row["actor_name"]),
-        created_at=row["created_at"],
+        created_at=row["created_at"], custom_fields=_fields_decoder.decode(row.get("custom_fields") or "{}"),
     )
 
 

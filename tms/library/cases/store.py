@@ -14,7 +14,7 @@ from tms.db.paging import equality_filters, page_in_creation_order
 
 COLUMNS = (
     "id, code, title, bdd_content, project_id, status, priority, layer, is_e2e, automation_status, "
-    "tags, tickets, created_at, updated_at, section_id, version"
+    "tags, tickets, created_at, updated_at, section_id, version, custom_fields"
 )
 INSERT_COLUMNS = ("id", "tenant_id", *[c.strip() for c in COLUMNS.split(",")[1:]])
 # What reads return: the retest flag (migration 0008) is set and cleared by tms.failures.retest.service only.
@@ -23,7 +23,7 @@ READ_COLUMNS = COLUMNS + ", needs_retest, retest_reason, retest_bug_key, retest_
 # Columns a PATCH may set (the dict keys given to update_case are checked against this).
 UPDATABLE = frozenset(
     {"code", "title", "bdd_content", "project_id", "status", "priority", "layer", "is_e2e",
-     "automation_status", "tags", "tickets", "section_id"}
+     "automation_status", "tags", "tickets", "section_id", "custom_fields"}
 )
 
 
@@ -202,7 +202,7 @@ def words_match(words: list[str]) -> str:
     pieces = [piece for word in words for piece in word.split("\x00") if re.search(r"\w", piece)][:20] or [""]
     phrases = ['"' + piece.replace('"', '""') + '"' for piece in pieces]
     phrases[-1] += "*"
-    return f'{{code title bdd_content tags tickets}} : ({" AND ".join(phrases)})'
+    return f'{{code title bdd_content tags tickets fields}} : ({" AND ".join(phrases)})'
 
 
 def words_tsquery(words: list[str]) -> str:
@@ -268,6 +268,7 @@ async def search_cases(
     limit: int,
     offset: int,
     ids_only: bool = False,
+    conditions: list[tuple[str, list[Any]]] | None = None,
 ) -> tuple[list[Row], int]:
     """A page of the library and the number of cases matching every filter given.
 
@@ -279,13 +280,14 @@ async def search_cases(
     - no filter or one (project, status, a section, a subtree, the retest flag): a (tenant, project,
       column) index, a section index, or the range of a subtree's paths.
     ``section_range`` = (project_id, low path, high path) of a subtree. ``section_ids`` is checked by
-    the caller (it belongs to the tenant).
+    the caller (it belongs to the tenant). ``conditions`` are more SQL conditions on test_cases with their
+    parameters (custom field filters: each an index range of case_field_values); they take the SQL path.
     """
     extra = sum(1 for k, v in equals.items() if k != "project_id" and v is not None)
     extra += bool(section_ids is not None or section_range is not None or unfiled)
     # PostgreSQL combines its B-tree, case_tags and full-text (GIN) indexes in one bitmap scan by itself:
     # the facet tokens are SQLite's way to the same, so it always takes the SQL path
-    if db.dialect == "sqlite" and needs_retest is None and (words or tags or extra >= 2):
+    if db.dialect == "sqlite" and needs_retest is None and not conditions and (words or tags or extra >= 2):
         sections = await _section_list(db, tenant_id, section_ids, section_range)
         if sections == []:
             return [], 0
@@ -294,7 +296,7 @@ async def search_cases(
             return await _facet_page(db, tenant_id, equals.get("project_id"), match, sort, descending, limit,
                                      offset, ids_only)
     return await _sql_page(db, tenant_id, equals, words, tags, section_ids, section_range, unfiled, needs_retest,
-                           sort, descending, limit, offset, ids_only)
+                           sort, descending, limit, offset, ids_only, conditions or [])
 
 
 def _total(rows: list[Row], limit: int, offset: int) -> int | None:
@@ -348,8 +350,12 @@ async def _sql_page(
     db: Database, tenant_id: str, equals: dict[str, str | None], words: list[str] | None, tags: list[str] | None,
     section_ids: list[str] | None, section_range: tuple[str, str, str] | None, unfiled: bool,
     needs_retest: bool | None, sort: str, descending: bool, limit: int, offset: int, ids_only: bool,
+    conditions: list[tuple[str, list[Any]]],
 ) -> tuple[list[Row], int]:
     where, params = equality_filters(tenant_id, **equals)
+    for condition, values in conditions:
+        where.append(condition)
+        params += values
     if words and db.dialect == "postgres":
         where.append("search @@ to_tsquery('english', ?)")
         params.append(words_tsquery(words))

@@ -8,7 +8,7 @@ from tms.db import Database, Row, Transaction
 
 VERSION_COLUMNS = (
     "version, code, title, bdd_content, status, priority, layer, is_e2e, automation_status, tags, tickets, "
-    "section_id, project_id, actor_type, actor_id, actor_name, created_at"
+    "section_id, project_id, actor_type, actor_id, actor_name, created_at, custom_fields"
 )
 
 
@@ -24,10 +24,10 @@ async def snapshot(
     actor_type, actor_id, actor_name = actor
     await tx.execute(
         "INSERT INTO case_versions (tenant_id, case_id, version, code, title, bdd_content, status, priority, "
-        "layer, is_e2e, automation_status, tags, tickets, section_id, project_id, actor_type, actor_id, "
-        "actor_name, created_at) "
+        "layer, is_e2e, automation_status, tags, tickets, section_id, project_id, custom_fields, actor_type, "
+        "actor_id, actor_name, created_at) "
         "SELECT tenant_id, id, version, code, title, bdd_content, status, priority, layer, is_e2e, "
-        "automation_status, tags, tickets, section_id, project_id, ?, ?, ?, ? FROM test_cases "
+        "automation_status, tags, tickets, section_id, project_id, custom_fields, ?, ?, ?, ? FROM test_cases "
         "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
         (actor_type, actor_id, actor_name, at, tenant_id, json.dumps(case_ids)),
     )
