@@ -62,9 +62,10 @@ def test_testrail_export_becomes_sections_and_cases(tenant: Tenant) -> None:
     assert "Given A signed-in customer with a saved Visa card" in gherkin
     assert "When Pay with the saved card and apply the voucher WINTER10" in gherkin
     assert "Then The order is confirmed\n    And The receipt is emailed" in gherkin
-    # custom fields it cannot map are kept, never dropped
-    assert "browser: Firefox" in gherkin and "estimate: 3m" in gherkin
-    assert "mission: Make sure refunds never double-pay" in cases["C-103"]["bdd_content"]
+    # fields it cannot map are kept, never dropped; custom fields become the project's (issue 26)
+    assert "estimate: 3m" in gherkin and "browser" not in gherkin
+    assert pay["custom_fields"] == {"browser": "Firefox"}
+    assert cases["C-103"]["custom_fields"] == {"mission": "Make sure refunds never double-pay"}
     assert "Given an anonymous visitor" in cases["C-102"]["bdd_content"]
     assert cases["C-102"]["bdd_content"].startswith("Feature: Checkout as a guest")
     assert cases["C-103"]["priority"] == "CRITICAL" and cases["C-104"]["tags"] == ["smoke-sanity"]

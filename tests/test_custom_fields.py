@@ -3,6 +3,9 @@ TestRail import. Both databases."""
 
 from __future__ import annotations
 
+import csv
+import io
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -10,6 +13,7 @@ import pytest
 
 from tests.conftest import Tenant, assert_problem
 
+TESTRAIL = Path(__file__).parent / "fixtures" / "testrail" / "shop_suite.xml"
 GHERKIN = "Feature: F\n  Scenario: S\n    Given a step\n"
 
 
@@ -259,3 +263,85 @@ def test_filter_by_field_value(tenant: Tenant, other_tenant: Tenant) -> None:
         == "cf.effort"
     # another tenant's values never match
     assert other_tenant.api.get("/api/v1/cases", params={"cf.browser": "Safari"}).status_code == 400
+
+
+# ------------------------------------------------------------------------------------------- import, export
+
+
+def upload(tenant: Tenant, project: str, data: bytes | str, fmt: str = "csv") -> httpx.Response:
+    content = data.encode() if isinstance(data, str) else data
+    return tenant.api.post("/api/v1/cases/import", params={"project_id": project, "format": fmt},
+                           files={"file": ("cases." + ("csv" if fmt == "csv" else "xml"), content, "text/plain")})
+
+
+def export(tenant: Tenant, project: str) -> list[dict[str, str]]:
+    response = tenant.api.get("/api/v1/cases/export", params={"project_id": project, "format": "csv"})
+    assert response.status_code == 200, response.text
+    return list(csv.DictReader(io.StringIO(response.text)))
+
+
+def test_csv_round_trip_with_field_columns(tenant: Tenant, typed: dict[str, Any]) -> None:
+    project = typed["project"]
+    values = {"summary": "=SUM(A1)", "notes": "two\nlines", "effort": 2.5, "smoke": True, "due": "2024-02-29",
+              "spec": "https://example.com/x", "browser": "Chrome", "platforms": ["Linux", "Windows"],
+              "owner": tenant.email}
+    first = create_case(tenant.api, project, custom_fields=values).json()["data"]
+    second = create_case(tenant.api, project, title="bare").json()["data"]
+    rows = export(tenant, project)
+    header = list(rows[0])
+    assert header[11:] == ["cf:summary", "cf:notes", "cf:effort", "cf:smoke", "cf:due", "cf:spec", "cf:browser",
+                           "cf:platforms", "cf:owner"]
+    one = next(row for row in rows if row["code"] == first["code"])
+    assert (one["cf:summary"], one["cf:effort"], one["cf:smoke"], one["cf:platforms"], one["cf:owner"]) == (
+        "'=SUM(A1)", "2.5", "true", "Linux;Windows", tenant.email)
+    text = tenant.api.get("/api/v1/cases/export", params={"project_id": project}).text
+    again = upload(tenant, project, text)
+    assert again.status_code == 201, again.text
+    assert (again.json()["unchanged"], again.json()["updated"], again.json()["created"]) == (2, 0, 0)
+
+    # a changed cell updates that case (a new version); a bad one rejects its row, naming the column
+    edited = [dict(row) for row in rows]
+    for row in edited:
+        if row["code"] == second["code"]:
+            row["cf:browser"], row["cf:effort"] = "Firefox", "7"
+        else:
+            row["cf:smoke"] = "maybe"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(edited)
+    result = upload(tenant, project, buffer.getvalue())
+    assert result.status_code == 207, result.text
+    assert result.json()["updated"] == 1 and result.json()["errors"][0]["error"].startswith("cf:smoke:")
+    got = tenant.api.get(f"/api/v1/cases/{second['id']}").json()["data"]
+    assert got["custom_fields"] == {"browser": "Firefox", "effort": 7} and got["version"] == 2
+
+    # a column naming no field of the project is a file error; a new row gets the defaults
+    unknown = upload(tenant, project, "title,bdd_content,cf:nope\r\nT," + GHERKIN.replace("\n", " ") + ",x\r\n")
+    assert problem_field(unknown) == "file"
+    bad_option = upload(tenant, project, f'title,bdd_content,cf:browser\r\nT,"{GHERKIN}",Opera\r\n')
+    assert bad_option.status_code == 207 and bad_option.json()["errors"][0]["error"].startswith("cf:browser:")
+
+
+def test_testrail_custom_fields_become_fields(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome"])
+    xml = TESTRAIL.read_text().replace(
+        "<mission>", "<custom_platforms><value>Linux</value><value>macOS</value></custom_platforms><mission>", 1)
+    response = upload(tenant, project, xml, "testrail-xml")
+    assert response.status_code == 201, response.text
+    fields = {f["key"]: f for f in tenant.api.get("/api/v1/custom-fields", params={"project_id": project})
+              .json()["data"]}
+    assert fields["browser"]["type"] == "select" and fields["browser"]["options"] == ["Chrome", "Firefox"]
+    assert fields["mission"]["type"] == "text" and fields["mission"]["name"] == "Mission"
+    cases = {c["code"]: c for c in tenant.api.get("/api/v1/cases", params={"project_id": project}).json()["data"]}
+    assert cases["C-101"]["custom_fields"] == {"browser": "Firefox"}
+    assert fields["platforms"]["type"] == "multiselect" and fields["platforms"]["options"] == ["Linux", "macOS"]
+    assert cases["C-103"]["custom_fields"] == {"mission": "Make sure refunds never double-pay",
+                                               "platforms": ["Linux", "macOS"]}
+    assert "Firefox" not in cases["C-101"]["bdd_content"]
+    filtered = tenant.api.get("/api/v1/cases", params={"project_id": project, "cf.browser": "Firefox"})
+    assert [c["code"] for c in filtered.json()["data"]] == ["C-101"]
+    # the same export again changes nothing
+    again = upload(tenant, project, xml, "testrail-xml")
+    assert again.json()["unchanged"] == 4, again.text

@@ -432,3 +432,70 @@ async def validate_result_fields(db: Database, tenant_id: str, project_id: str |
     fields = await fields_of(db, tenant_id, project_id, "result")
     users = await tenant_users(db, tenant_id) if needs_users(given) else None
     return merge_case_fields(fields, current or {}, given, creating=creating, users=users, entity="result")
+
+
+# --------------------------------------------------------------------------------------------- CSV cells
+
+
+CELL_TRUE = frozenset({"true", "1", "yes", "y"})
+CELL_FALSE = frozenset({"false", "0", "no", "n"})
+
+
+def value_from_cell(field: CustomField, cell: str) -> Any:
+    """A `cf:<key>` CSV cell as the value ``check_value`` takes (an empty cell is no value); ValueError
+    when the text cannot be one (a number, true/false)."""
+    text = cell if field.type == "textarea" else cell.strip()
+    if not text.strip():
+        return None
+    if field.type == "number":
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text[:40]!r} is not a number") from None
+    if field.type == "checkbox":
+        if text.lower() in CELL_TRUE:
+            return True
+        if text.lower() in CELL_FALSE:
+            return False
+        raise ValueError(f"{text[:40]!r} is not true or false")
+    if field.type == "multiselect":
+        return [part.strip() for part in text.split(OPTION_SEPARATOR) if part.strip()]
+    return text
+
+
+def cell_of(field: CustomField | None, value: Any, emails: Mapping[str, str]) -> str:
+    """A value as its `cf:<key>` CSV cell (``value_from_cell`` reads it back): a user as an e-mail."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return OPTION_SEPARATOR.join(str(item) for item in value)
+    if field is not None and field.type == "user":
+        return emails.get(str(value), str(value))
+    return str(value)
+
+
+def user_emails(users: Users) -> dict[str, str]:
+    """{user id: e-mail} from ``tenant_users``."""
+    return {user_id: key for key, user_id in users.items() if key != user_id}
+
+
+def with_inferred(fields: Mapping[str, CustomField], inferred: Mapping[str, CustomField]) -> dict[str, CustomField]:
+    """The project's case fields as an import will have them once ``create_missing`` made the inferred
+    ones (a select's missing options added): what its rows are checked against before anything is written."""
+    out = dict(fields)
+    for key, draft in inferred.items():
+        field = out.get(key)
+        if field is None:
+            out[key] = draft
+        elif field.type in CHOICES and draft.options:
+            out[key] = msgspec.structs.replace(
+                field, options=field.options + [o for o in draft.options if o not in field.options])
+    return out
+
+
+def draft_field(key: str, name: str, kind: str, options: list[str]) -> CustomField:
+    """A field an import will create (TestRail's `custom_*` fields), not yet stored."""
+    return CustomField(id="", project_id="", key=key, name=name, type=kind, entity="case", options=options,
+                       required=False, default=None, position=0, retired=False, created_at="", updated_at="")

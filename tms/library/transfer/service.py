@@ -21,7 +21,11 @@ NUL (U+0000) cannot be stored: in a CSV's free text (``bdd_content``) it becomes
 column it rejects the row naming the column.
 
 The CSV columns are the contract's: ``code, title, section, status, priority, layer, is_e2e,
-automation_status, tags, tickets, bdd_content``; a CSV exported here imports back unchanged.
+automation_status, tags, tickets, bdd_content``, then a ``cf:<key>`` column per active custom field of
+the project (issue 26); a CSV exported here imports back unchanged. TestRail's custom fields (the
+children of ``<custom>`` that are not steps, a ``custom_`` prefix dropped) become the project's custom
+fields, created as needed: a dropdown (``<value>``) a select with the values met as options, several
+``<value>`` a multiselect, other text a text field (a textarea when it has several lines).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from tms.ids import new_ids, now_iso
 from tms.library.cases import service as case_service
 from tms.library.cases import store as case_store
 from tms.library.cases.models import CaseCreate, Ticket
+from tms.library.fields import service as field_service
+from tms.library.fields.models import CustomField
 from tms.library.gherkin.batch import gherkin_errors
 from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
@@ -56,6 +62,8 @@ from tms.team.audit import service as audit
 COLUMNS = ("code", "title", "section", "status", "priority", "layer", "is_e2e", "automation_status", "tags",
            "tickets", "bdd_content")
 REQUIRED_COLUMNS = ("title", "bdd_content")
+# a custom field's column: "cf:" and the field's key
+FIELD_COLUMN = re.compile(r"^cf:[a-z0-9_]{1,50}$")
 FORMATS = ("csv", "testrail-xml")
 # An import file is read whole (it is checked whole before anything is written); 20 MB holds about
 # 40,000 typical cases. Larger files are refused with 413 before they are parsed.
@@ -117,20 +125,33 @@ def _csv_line(values: Iterable[Any]) -> str:
     return buffer.getvalue()
 
 
-def _csv_lines(rows: list[Row], paths: dict[str, str]) -> bytes:
+@dataclass(frozen=True)
+class FieldColumns:
+    """The `cf:<key>` columns of an export: the project's active case fields, users as e-mails."""
+
+    fields: list[CustomField]
+    emails: dict[str, str]
+
+
+_fields_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def _csv_lines(rows: list[Row], paths: dict[str, str], columns: FieldColumns) -> bytes:
     """A batch of cases as CSV lines: one writer per batch, not one per row."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerows(_export_row(row, paths) for row in rows)
+    csv.writer(buffer, lineterminator="\r\n").writerows(_export_row(row, paths, columns) for row in rows)
     return buffer.getvalue().encode()
 
 
-def _export_row(row: Row, paths: dict[str, str]) -> list[str]:
+def _export_row(row: Row, paths: dict[str, str], columns: FieldColumns) -> list[str]:
     tags = _tags_decoder.decode(row["tags"])
     tickets = _tickets_decoder.decode(row["tickets"])
+    values = _fields_decoder.decode(row["custom_fields"]) if columns.fields else {}
     return [neutralise(value) for value in (
         row["code"], row["title"], paths.get(row["section_id"] or "", ""), row["status"], row["priority"],
         row["layer"] or "", "true" if row["is_e2e"] else "false", row["automation_status"], ";".join(tags),
         ";".join(f"{t.source}:{t.key}" for t in tickets), row["bdd_content"],
+        *(field_service.cell_of(field, values.get(field.key), columns.emails) for field in columns.fields),
     )]
 
 
@@ -147,12 +168,17 @@ async def export_csv(
     """The project's cases (or those matching ``query``) as CSV, produced batch by batch: memory stays
     the same whatever the size of the library. The caller checks the project first."""
     paths = section_paths(await section_store.list_for_project(db, tenant_id, project_id))
-    yield _csv_line(COLUMNS).encode()
+    fields = [f for f in (await field_service.fields_of(db, tenant_id, project_id)).values() if not f.retired]
+    emails = {}
+    if any(field.type == "user" for field in fields):
+        emails = field_service.user_emails(await field_service.tenant_users(db, tenant_id))
+    columns = FieldColumns(fields, emails)
+    yield _csv_line([*COLUMNS, *(f"cf:{field.key}" for field in fields)]).encode()
     if query is not None:
         ids = await case_service.matching_ids(db, tenant_id, query)
         for start in range(0, len(ids), EXPORT_BATCH):
             rows = await case_store.rows_by_ids(db, tenant_id, ids[start : start + EXPORT_BATCH])
-            yield _csv_lines(rows, paths)
+            yield _csv_lines(rows, paths, columns)
         return
     after = 0
     while True:
@@ -160,7 +186,7 @@ async def export_csv(
         if not rows:
             return
         after = rows[-1]["_rowid"]
-        yield _csv_lines(rows, paths)
+        yield _csv_lines(rows, paths, columns)
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -183,6 +209,10 @@ class Parsed:
     rows: list[ImportRow]
     # sections the file declares (TestRail exports sections even when empty): path -> description
     sections: dict[tuple[str, ...], str | None] = field(default_factory=dict)
+    # custom field keys the file gives values for (its cf: columns, TestRail's custom fields)
+    field_keys: list[str] = field(default_factory=list)
+    # fields a TestRail file brings that the project may lack: created as needed by the import
+    inferred: dict[str, CustomField] = field(default_factory=dict)
 
 
 def _text(data: bytes) -> str:
@@ -232,7 +262,7 @@ def parse_csv(data: bytes) -> Parsed:
         raise InvalidInput(
             "the header has one column holding ';': separate columns with commas (';' separates tags and "
             f"tickets inside a column). Expected: {', '.join(COLUMNS)}", field="file")
-    unknown = [n for n in names if n not in COLUMNS]
+    unknown = [n for n in names if n not in COLUMNS and not FIELD_COLUMN.match(n)]
     missing = [n for n in REQUIRED_COLUMNS if n not in names]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if unknown or missing or repeated:
@@ -243,7 +273,8 @@ def parse_csv(data: bytes) -> Parsed:
             problems.append(f"missing column(s) {', '.join(missing)}")
         if repeated:
             problems.append(f"repeated column(s) {', '.join(repeated)}")
-        raise InvalidInput(f"wrong CSV header: {'; '.join(problems)}. Expected: {', '.join(COLUMNS)}", field="file")
+        raise InvalidInput(f"wrong CSV header: {'; '.join(problems)}. Expected: {', '.join(COLUMNS)} "
+                           "(and cf:<key> for custom fields)", field="file")
     rows: list[ImportRow] = []
     number = 1
     has_nul = NUL in text
@@ -268,7 +299,7 @@ def parse_csv(data: bytes) -> Parsed:
             rows.append(row)
     except csv.Error as exc:
         raise InvalidInput(f"row {number}: {exc}", field="file") from None
-    parsed = Parsed(rows)
+    parsed = Parsed(rows, field_keys=[name[3:] for name in names if name.startswith("cf:")])
     check_section_count(parsed)
     return parsed
 
@@ -321,6 +352,9 @@ def _csv_row(number: int, record: dict[str, str]) -> ImportRow:
         section = _split_path(record.get("section", "")) if "section" in record else None
     except ValueError as exc:
         return ImportRow(number, fields, error=str(exc))
+    custom = {name[3:]: value for name, value in record.items() if name.startswith("cf:")}
+    if custom:
+        fields["_cf"] = custom
     row = ImportRow(number, fields, section or ())
     if section is None:
         row.fields["_keep_section"] = True
@@ -386,7 +420,44 @@ def _testrail_gherkin(title: str, steps: list[tuple[str, str]], preconds: str, b
     return "\n".join(lines + body) + "\n"
 
 
-def _testrail_case(number: int, element: Any, section: tuple[str, ...]) -> ImportRow:
+@dataclass
+class _Seen:
+    """What a TestRail custom field looked like across the file: the kinds of value and the options."""
+
+    name: str
+    kinds: set[str] = field(default_factory=set)
+    options: list[str] = field(default_factory=list)
+
+    def draft(self, key: str) -> CustomField:
+        if self.kinds <= {"select", "multiselect"}:
+            kind = "multiselect" if "multiselect" in self.kinds else "select"
+            return field_service.draft_field(key, self.name, kind, self.options[:200])
+        return field_service.draft_field(key, self.name, "textarea" if "textarea" in self.kinds else "text", [])
+
+
+def _field_key(tag: str) -> str:
+    """TestRail's system name of a custom field (``custom_browser`` or, in the XML, ``browser``) as a key."""
+    name = tag.lower().removeprefix("custom_")
+    return re.sub(r"[^a-z0-9_]", "_", name)[:50].strip("_")
+
+
+def _custom_value(child: Any, key: str, seen: dict[str, _Seen]) -> str:
+    """A custom field's value as a CSV cell would hold it, noting its kind (and options) in ``seen``."""
+    info = seen.setdefault(key, _Seen(child.tag.removeprefix("custom_").replace("_", " ").strip().capitalize()))
+    values = [" ".join("".join(v.itertext()).split()).replace(field_service.OPTION_SEPARATOR, ",")
+              for v in child.findall("value")]
+    values = [v[:200] for v in values if v]
+    if values:
+        info.kinds.add("multiselect" if len(values) > 1 else "select")
+        info.options += [v for v in values if v not in info.options]
+        return field_service.OPTION_SEPARATOR.join(values)
+    text = "\n".join(t.strip() for t in child.itertext() if t.strip())
+    info.kinds.add("textarea" if "\n" in text else "text")
+    return text
+
+
+def _testrail_case(number: int, element: Any, section: tuple[str, ...],
+                   seen: dict[str, _Seen] | None = None) -> ImportRow:
     title = " ".join(_child_text(element, "title").split())
     fields: dict[str, Any] = {"title": title}
     case_id = _child_text(element, "id")
@@ -441,9 +512,14 @@ def _testrail_case(number: int, element: Any, section: tuple[str, ...]) -> Impor
                 if value.lower() not in ("none", "", "automated", "manual"):
                     notes.append(("automation_type", value))
             elif tag not in _TR_STEP_FIELDS:
-                value = _value_of(child)
-                if value:
-                    notes.append((tag, value))
+                key = _field_key(tag)
+                if seen is None or not key:
+                    value = _value_of(child)
+                    if value:
+                        notes.append((tag, value))
+                    continue
+                # a custom field of TestRail becomes one of the project's (created as needed)
+                fields.setdefault("_cf", {})[key] = _custom_value(child, key, seen)
     fields["bdd_content"] = _testrail_gherkin(title or "Untitled", steps, preconds, bdd, notes)
     return ImportRow(number, fields, section)
 
@@ -486,6 +562,7 @@ def parse_testrail(data: bytes) -> Parsed:
     if root.tag not in ("suite", "sections"):
         raise InvalidInput(f"not a TestRail export: the root element is <{root.tag}>, expected <suite>", field="file")
     parsed = Parsed([])
+    seen: dict[str, _Seen] = {}
     counter = 0
     top = root.find("sections") if root.tag == "suite" else root
     stack: list[tuple[Any, tuple[str, ...]]] = []
@@ -500,10 +577,12 @@ def parse_testrail(data: bytes) -> Parsed:
         cases = section.find("cases")
         for case in [] if cases is None else cases.findall("case"):
             counter += 1
-            parsed.rows.append(_testrail_case(counter, case, path))
+            parsed.rows.append(_testrail_case(counter, case, path, seen))
         children = section.find("sections")
         if children is not None:
             stack.extend((child, path) for child in reversed(children.findall("section")))
+    parsed.inferred = {key: info.draft(key) for key, info in seen.items()}
+    parsed.field_keys = list(seen)
     check_section_count(parsed)
     return parsed
 
@@ -566,14 +645,56 @@ def _check_row(row: ImportRow) -> CaseCreate | str:
     return body
 
 
+@dataclass(frozen=True)
+class FieldRules:
+    """What the custom field values of an import are checked against: the project's case fields (with
+    those the file will create) and, for `user` fields, the tenant's users."""
+
+    fields: dict[str, CustomField]
+    users: field_service.Users | None
+    given: bool  # the file has custom field columns: required fields are checked on updates too
+
+
+async def _field_rules(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
+                       users: field_service.Users | None) -> FieldRules:
+    """400 naming ``file`` for a `cf:` column the project does not define for cases."""
+    fields = field_service.with_inferred(await field_service.fields_of(db, tenant_id, project_id), parsed.inferred)
+    unknown = [key for key in parsed.field_keys if key not in fields]
+    if unknown:
+        raise InvalidInput(f"the project has no custom field for cases named {', '.join(unknown)} (columns "
+                           f"{', '.join('cf:' + key for key in unknown)}); define it first or leave the column out",
+                           field="file")
+    return FieldRules(fields, users, bool(parsed.field_keys))
+
+
+def _row_fields(row: ImportRow, rules: FieldRules, current: dict[str, Any] | None) -> dict[str, Any] | str:
+    """The row's custom field values merged into ``current`` (None: a new case, defaults added), or the
+    message naming what is wrong (``cf:<key>: …``)."""
+    cells: dict[str, str] = row.fields.get("_cf", {})
+    given: dict[str, Any] = {}
+    try:
+        for key, cell in cells.items():
+            given[key] = field_service.value_from_cell(rules.fields[key], cell)
+        return field_service.merge_case_fields(rules.fields, current or {}, given if rules.given else None,
+                                               creating=current is None, users=rules.users)
+    except ValueError as exc:
+        return f"cf:{key}: {exc}"
+    except InvalidInput as exc:
+        name = (exc.field or "").removeprefix("custom_fields.")
+        return f"cf:{name}: {exc.detail.split(': ', 1)[-1]}"
+
+
 async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
-                      checked: dict[str, str | None] | None = None) -> Plan:
+                      checked: dict[str, str | None] | None = None,
+                      users: field_service.Users | None = None) -> Plan:
     """What the import will do, row by row, without writing anything.
 
     ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
-    write transaction, after a first plan outside it, then parses no text a second time.
+    write transaction, after a first plan outside it, then parses no text a second time. ``users``
+    (``field_service.tenant_users``) is needed when the file gives values to `user` fields.
     """
     checked = {} if checked is None else checked
+    rules = await _field_rules(db, tenant_id, project_id, parsed, users)
     plan = Plan()
     # the CPU parts (a check of each row, the comparison, the sections) run in worker threads
     candidates = await asyncio.to_thread(_candidates, parsed, plan)
@@ -586,7 +707,7 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
     checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
     bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
     sections = await section_store.list_for_project(db, tenant_id, project_id)
-    await asyncio.to_thread(_compare, plan, parsed, candidates, existing, bad, sections)
+    await asyncio.to_thread(_compare, plan, parsed, candidates, existing, bad, sections, rules)
     return plan
 
 
@@ -614,7 +735,7 @@ def _candidates(parsed: Parsed, plan: Plan) -> list[tuple[ImportRow, CaseCreate]
 
 
 def _compare(plan: Plan, parsed: Parsed, candidates: list[tuple[ImportRow, CaseCreate]], existing: dict[str, Row],
-             bad: dict[int, str], sections: list[Row]) -> None:
+             bad: dict[int, str], sections: list[Row], rules: FieldRules) -> None:
     """Each candidate against the stored case (create, update, unchanged) and the sections to create:
     linear, with sets and dicts (each missing section path found once, parents first)."""
     by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
@@ -625,10 +746,16 @@ def _compare(plan: Plan, parsed: Parsed, candidates: list[tuple[ImportRow, CaseC
             continue
         wanted[row.section] = None
         old = existing.get(body.code) if body.code else None
+        values = _row_fields(row, rules, None if old is None else _fields_decoder.decode(old["custom_fields"]))
+        if isinstance(values, str):
+            plan.errors.append((row.row, values))
+            continue
         if old is None:
+            body.custom_fields = values
             plan.creates.append((row, body))
             continue
         new = _stored_values(row, body)
+        new["custom_fields"] = field_service.encode(values)
         changes = {k: v for k, v in new.items() if old[k] != v}
         if "section_id" in changes and changes["section_id"] == ("path", row.section):
             current = by_path.get(row.section) if row.section else None
@@ -701,13 +828,14 @@ async def import_cases(
     assert project_id is not None
     parsed = await asyncio.to_thread(parse, data, fmt)
     checked: dict[str, str | None] = {}
-    plan = await plan_import(db, tenant_id, project_id, parsed, checked)
+    users = await field_service.tenant_users(db, tenant_id) if parsed.field_keys else None
+    plan = await plan_import(db, tenant_id, project_id, parsed, checked, users)
     if dry_run:
         return _result(plan)
     # planned again under the write lock (the library may have changed meanwhile), but the slow part,
     # parsing the Gherkin texts, was done above without holding it
     async with db.transaction() as tx:
-        plan = await plan_import(tx, tenant_id, project_id, parsed, checked)
+        plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users)
         await _apply(tx, tenant_id, project_id, plan, parsed)
     return _result(plan)
 
@@ -742,13 +870,17 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
             new["position"] = siblings[new["parent_id"]]
             siblings[new["parent_id"]] += 1
         await section_store.insert_sections(tx, rows)
+    fields_created = []
+    if parsed.inferred:
+        fields_created = await field_service.create_missing(tx, tenant_id, project_id, list(parsed.inferred.values()))
     if plan.creates:
         bodies = []
         for row, body in plan.creates:
             body.project_id = project_id
             body.section_id = by_path.get(row.section) if row.section else None
             bodies.append(body)
-        await case_service.insert_checked(tx, tenant_id, bodies, now)
+        # their custom field values were checked (defaults added) by the plan
+        await case_service.insert_checked(tx, tenant_id, bodies, now, copy_fields=True)
     if plan.updates:
         columns = sorted({k for _, _, changes in plan.updates for k in changes} | {"project_id"})
         rows = []
@@ -763,5 +895,5 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
         await case_service.record_versions(tx, tenant_id, [old["id"] for _, old, _ in plan.updates], now)
     await audit.record(tx, tenant_id, "case.imported", "project", project_id, {
         "created": plan.created, "updated": plan.updated, "unchanged": plan.unchanged, "rejected": plan.rejected,
-        "sections_created": len(plan.new_sections),
+        "sections_created": len(plan.new_sections), "custom_fields_created": fields_created,
     })
