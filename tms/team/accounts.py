@@ -98,8 +98,10 @@ async def create_first_tenant_and_admin(db: Database, tenant_name: str, email: s
     return {"tenant_id": tenant_id, "user_id": user_id}
 
 
-async def authenticate_user(db: Database, email: str, password: str) -> Row | None:
-    """The user when email and password match and the tenant is active; None otherwise."""
+async def authenticate_user(db: Database, email: str, password: str, *, owners_only: bool = False) -> Row | None:
+    """The user when email and password match and the tenant is active; None otherwise. ``owners_only``
+    (``[auth] password_login = false``): only a tenant owner's password signs in, the way back in when
+    single sign-on fails."""
     user = await user_store.find_user_by_email(db, email.strip())
     stored_hash = user["password_hash"] if user else _DUMMY_HASH
     try:
@@ -108,6 +110,10 @@ async def authenticate_user(db: Database, email: str, password: str) -> Row | No
         return None
     if user is None or user["tenant_status"] != "ACTIVE" or not user["active"]:
         return None
+    if owners_only:
+        member = await user_store.get_member(db, user["tenant_id"], user["id"])
+        if member is None or member["role"] != "owner":
+            return None
     new_hash = _hasher.hash(password) if _hasher.check_needs_rehash(stored_hash) else None
     async with db.transaction() as tx:
         await user_store.record_login(tx, user["id"], now_iso(), new_hash)

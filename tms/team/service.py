@@ -285,6 +285,36 @@ async def issue_reset(db: Database, config: Config, tenant_id: str, actor_id: st
     return IssuedLink(link_id, f"{config.base_url.rstrip('/')}/password-reset/{secret}", expires)
 
 
+async def mail_reset(db: Database, config: Config, email: str, address: str) -> bool:
+    """Forgot password: mails the account of ``email`` a one-time reset link (1 h; older unused ones of
+    that user stop working). Runs after the answer was sent, which is the same for every address; True
+    when a mail went out. Nothing is mailed without ``[smtp] host``, for a deactivated member or a
+    suspended tenant, nor, with ``[auth] password_login = false``, to anyone but an owner."""
+    if not config.get("smtp.host"):
+        log.warning("a password reset was asked for, but [smtp] host is not set: no mail sent")
+        return False
+    user = await user_store.find_user_by_email(db, email.strip())
+    if user is None or not user["active"] or user["tenant_status"] != "ACTIVE":
+        return False
+    member = await _member(db, user["tenant_id"], user["id"])
+    if not config.get("auth.password_login") and member["role"] != "owner":
+        return False
+    secret, link_id, now = secrets.token_urlsafe(32), new_id(), now_iso()
+    async with db.transaction() as tx:
+        member_tenant = user["tenant_id"]
+        await user_store.revoke_links(tx, member_tenant, "reset", user_id=user["id"], at=now)
+        await user_store.insert_link(tx, {
+            "id": link_id, "tenant_id": member_tenant, "kind": "reset", "email": member["email"], "role": None,
+            "user_id": user["id"], "token_sha256": _digest(secret), "created_by": None, "created_at": now,
+            "expires_at": _expiry(RESET_TTL)})
+        await audit.record(tx, member_tenant, "user.reset_mailed", "user", user["id"], {"address": address})
+    url = f"{config.base_url.rstrip('/')}/password-reset/{secret}"
+    return await send_mail(config, member["email"], "Set a new TMS password",
+                           "Someone (we hope you) asked to set a new password for your TMS account.\n\n"
+                           f"Set it within 1 hour (the link works once):\n{url}\n\n"
+                           "If it was not you, ignore this mail: your password stays as it is.\n")
+
+
 async def use_reset(db: Database, secret: str, password: str, confirm: str | None = None) -> Row:
     link = await open_link(db, secret, "reset")
     _, errors = _check_account_fields("x", password, confirm)

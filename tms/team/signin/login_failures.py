@@ -40,3 +40,8 @@ async def forget_email(db: Database, email: str) -> int:
 async def forget_older_than(db: Database, before: float) -> int:
     async with db.transaction() as tx:
         return await tx.execute("DELETE FROM login_failures WHERE failed_at <= ?", (before,))
+
+
+async def forget_address(db: Database, address: str) -> int:
+    async with db.transaction() as tx:
+        return await tx.execute("DELETE FROM login_failures WHERE address = ?", (address,))

@@ -15,6 +15,8 @@ from litestar.middleware.csrf import CSRFMiddleware
 from tms.state import Connection, app_state, db_of
 from tms.team import store as user_store
 from tms.team.audit.service import Actor, acting_as
+from tms.team.signin import two_factor
+from tms.team.signin.session_cookie import SECOND_FACTOR
 
 # Each role may do what the ones before it may: viewers read, testers also execute runs and edit cases,
 # admins also manage users, tokens, webhooks and integrations; the owner is the admin nobody can demote.
@@ -70,20 +72,49 @@ class LoginRequired(Exception):
         self.location = location
 
 
-async def load_user(connection: Connection) -> WebUser | None:
-    """The signed-in user, cached on the connection; None when the session is absent or stale."""
-    if "tms_user" in connection.scope:
-        return connection.scope["tms_user"]  # type: ignore[typeddict-item,no-any-return]
+# How far a session's sign-in got: the password (or another first factor) alone, or all the way.
+SIGNED_IN = "signed_in"
+NEEDS_CODE = "needs_code"            # the user has two-factor: /login/two-factor asks for the code
+NEEDS_ENROLMENT = "needs_enrolment"  # the tenant requires two-factor the user has not set up: /account/2fa
+_STATE = "tms_signin_state"
+
+
+async def _session_user(connection: Connection) -> tuple[WebUser | None, str]:
+    """The session's user and how far its sign-in got; cached on the connection."""
+    if _STATE in connection.scope:
+        return connection.scope[_STATE]  # type: ignore[literal-required,no-any-return]
     user: WebUser | None = None
-    user_id = connection.session.get("user_id") if "session" in connection.scope else None
+    progress = SIGNED_IN
+    session = connection.session if "session" in connection.scope else {}
+    user_id = session.get("user_id")
     if user_id:
         row = await user_store.get_user(db_of(connection), user_id)
         # a deactivated user's sessions end at once: the row is read on every request
         if row is not None and row["tenant_status"] == "ACTIVE" and row["active"]:
             user = WebUser(row["id"], row["tenant_id"], row["tenant_name"], row["email"], row["name"], row["role"])
             acting_as(Actor("user", user.id, user.display_name))
-    connection.scope["tms_user"] = user  # type: ignore[typeddict-unknown-key]
-    return user
+            if not session.get(SECOND_FACTOR):
+                # read on every request of such a session, so the tenant's switch holds at once
+                state = await two_factor.state(db_of(connection), user.id, user.tenant_id)
+                progress = NEEDS_CODE if state.enrolled else NEEDS_ENROLMENT if state.required else SIGNED_IN
+    connection.scope[_STATE] = (user, progress)  # type: ignore[literal-required]
+    return user, progress
+
+
+async def load_user(connection: Connection) -> WebUser | None:
+    """The signed-in user, cached on the connection; None when the session is absent or stale, or its
+    user still owes the second factor (or, when the tenant requires it, its enrolment)."""
+    if "tms_user" in connection.scope:
+        return connection.scope["tms_user"]  # type: ignore[typeddict-item,no-any-return]
+    user, progress = await _session_user(connection)
+    signed_in = user if progress == SIGNED_IN else None
+    connection.scope["tms_user"] = signed_in  # type: ignore[typeddict-unknown-key]
+    return signed_in
+
+
+async def half_signed_in(connection: Connection) -> tuple[WebUser | None, str]:
+    """The session's user even before the second factor, and how far its sign-in got."""
+    return await _session_user(connection)
 
 
 async def users_exist(connection: Connection) -> bool:
@@ -103,7 +134,22 @@ async def page_guard(connection: Connection, handler: BaseRouteHandler) -> None:
         target = connection.url.path
         if connection.url.query:
             target += "?" + connection.url.query
+        _, progress = await _session_user(connection)
+        if progress == NEEDS_CODE:
+            raise LoginRequired("/login/two-factor?next=" + quote(safe_next(target), safe="/"))
+        if progress == NEEDS_ENROLMENT:
+            raise LoginRequired("/account/2fa")
         raise LoginRequired(login_redirect_target(target))
+    check_role(connection, handler, user)
+
+
+async def enrolment_guard(connection: Connection, handler: BaseRouteHandler) -> None:
+    """``/account/2fa``: signed-in users, and those the tenant sends there to enrol before anything else."""
+    user, progress = await _session_user(connection)
+    if user is None or progress == NEEDS_CODE:
+        await page_guard(connection, handler)
+        return
+    connection.scope["tms_user"] = user  # type: ignore[typeddict-unknown-key]
     check_role(connection, handler, user)
 
 

@@ -14,13 +14,16 @@ presents, so an id planted in a victim's browser before login stayed the signed-
 - names the session's user, device (user agent) and address in its row, and records when it was last
   used at most every five minutes (``tms.team.signin.sessions``), for ``/account/sessions``;
 - never revives a session that was ended while a request of it was running (a password change, a
-  deactivation, "end this session"): its rewrite finds no row, and the cookie is cleared instead.
+  deactivation, "end this session"): its rewrite finds no row, and the cookie is cleared instead;
+- ends a session unused for ``[auth] session_idle_minutes`` (its expiry, ``[auth] session_days``, is
+  the config's ``max_age``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from litestar.datastructures import Cookie, MutableScopeHeaders
@@ -28,8 +31,11 @@ from litestar.middleware.session.server_side import ServerSideSessionBackend, Se
 from litestar.types import Empty, Message, ScopeSession
 from litestar.utils.dataclass import extract_dataclass_items
 
-from tms.state import Connection
-from tms.team.signin.sessions import Client, SessionEntry, SQLiteSessionStore
+from tms.ids import iso, utc_now
+from tms.state import Connection, config_of
+from tms.team.signin.sessions import LAST_SEEN_EVERY, Client, SessionEntry, SQLiteSessionStore
+
+SECOND_FACTOR = "second_factor"  # session key: the session proved its user's second factor
 
 _LOADED = "tms_session_loaded"  # the SessionEntry of the presented id, or None
 _ROTATE = "tms_session_rotate"
@@ -43,6 +49,9 @@ class RotatingSessionBackend(ServerSideSessionBackend):
         if session_id and session_id != "null":
             store = _store(self, connection)
             loaded = await store.get_entry(session_id)
+            if loaded is not None and _idle_too_long(connection, loaded.last_seen_at):
+                await store.delete(session_id)  # the cookie is cleared on the way out
+                loaded = None
             if loaded is not None:
                 await store.touch(session_id, loaded.last_seen_at, client_of(connection))
         connection.scope[_LOADED] = loaded  # type: ignore[literal-required]
@@ -97,7 +106,15 @@ def current_session_key(connection: Connection) -> str | None:
 
 
 def start_session(connection: Connection, data: dict[str, Any]) -> None:
-    """Signs a session in (login, setup): its data replaces the old session's, under a new id."""
+    """Signs a session in (login, setup): its data replaces the old session's, under a new id.
+
+    A renewal for the same user (a password change, one's own role change) keeps the second factor
+    the session had proved (``second_factor``); any other sign-in starts without it, so a user with
+    two-factor is asked for a code before any page (``tms.team.signin.session``)."""
+    old = connection.scope.get("session")
+    if (isinstance(old, dict) and old.get(SECOND_FACTOR) and data.get("user_id")
+            and old.get("user_id") == data.get("user_id") and SECOND_FACTOR not in data):
+        data = {**data, SECOND_FACTOR: old[SECOND_FACTOR]}
     connection.scope["session"] = data
     connection.scope[_ROTATE] = True  # type: ignore[literal-required]
 
@@ -105,6 +122,15 @@ def start_session(connection: Connection, data: dict[str, Any]) -> None:
 def _user_id(session: ScopeSession) -> Any:
     """The signed-in user of a session: a dict here (Litestar's type also allows structs)."""
     return session.get("user_id") if isinstance(session, dict) else None
+
+
+def _idle_too_long(connection: Connection, last_seen_at: str | None) -> bool:
+    """``[auth] session_idle_minutes``: last use is recorded every ``LAST_SEEN_EVERY``, so a session ends
+    between N and N+5 minutes after its last request, never earlier."""
+    minutes = int(config_of(connection).get("auth.session_idle_minutes"))
+    if not minutes or not last_seen_at:
+        return False
+    return last_seen_at < iso(utc_now() - timedelta(minutes=minutes) - LAST_SEEN_EVERY)
 
 
 def _due_for_refresh(expires_at: float | None, max_age: int | None) -> bool:

@@ -6,6 +6,10 @@ account is never locked for everyone: a correct password from a client that is n
 throttled signs in, so nobody can lock a known user out by typing wrong passwords. The failures
 live in the database (``login_failures``), so throttling survives a restart and holds across
 replicas; ``tms admin unlock-user --email E`` lifts it for an account.
+
+The same table and window throttle two more things, under addresses of their own so they never mix
+with password failures: wrong two-factor codes (``2fa:<user id>``, ``tms.team.signin.two_factor``) and
+forgot-password requests (``ResetThrottle``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,25 @@ class LoginThrottle:
     async def forget_stale(self) -> int:
         """Daily: failures past the window from clients that did not fail again."""
         return await login_failures.forget_older_than(self.db, time.time() - self.window)
+
+
+class ResetThrottle:
+    """Forgot-password requests, every one counted (they all may send a mail): three per address asked
+    for within 15 minutes (from any clients), and ten per client (for any addresses)."""
+
+    def __init__(self, db: Database, per_email: int = 3, per_client: int = 10) -> None:
+        self.by_email = LoginThrottle(db, per_pair=per_email, per_address=per_email)
+        self.by_client = LoginThrottle(db, per_pair=per_client, per_address=per_client)
+
+    async def retry_after(self, client: str, email: str) -> int:
+        email = email.lower()
+        return max(await self.by_email.retry_after(f"reset:{email}", client),
+                   await self.by_client.retry_after(f"reset-from:{client}", email))
+
+    async def record(self, client: str, email: str) -> None:
+        email = email.lower()
+        await self.by_email.record_failure(f"reset:{email}", client)
+        await self.by_client.record_failure(f"reset-from:{client}", email)
 
 
 async def unlock(db: Database, email: str) -> int:
