@@ -79,6 +79,7 @@ from tms.team.audit import service as audit
 from tms.team.audit import web as web_audit
 from tms.team.me import api as me_api
 from tms.team.scim import api as scim_api
+from tms.team.signin import two_factor_web as web_two_factor
 from tms.team.signin import web as web_auth
 from tms.team.signin.session import LoginRequired
 from tms.team.signin.session_cookie import RotatingSessionConfig
@@ -89,7 +90,6 @@ from tms.team.tokens.service import LastUsedTracker
 
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
-SESSION_MAX_AGE = 14 * 24 * 3600
 
 
 def _login_required(request: Request[Any, Any, Any], exc: LoginRequired) -> Redirect:
@@ -176,6 +176,12 @@ def _web_routers() -> list[Any]:
         web_auth.logout,
         web_auth.setup_page,
         web_auth.setup,
+        web_auth.second_step_page,
+        web_auth.second_step,
+        web_auth.forgot_page,
+        web_auth.forgot,
+        web_two_factor.account_router(),
+        web_two_factor.settings_router(),
         web_home.router(),
         web_ai.router(),
         web_projects.router(),
@@ -279,7 +285,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     )
     session_config = RotatingSessionConfig(
         key="tms_session",
-        max_age=SESSION_MAX_AGE,
+        max_age=int(config.get("auth.session_days")) * 24 * 3600,
         httponly=True,
         samesite="lax",
         secure=config.production,
