@@ -57,6 +57,14 @@ UNSAFE_ROUTES = [
     ("POST", "/api/webhooks/{id}/ping", "admin"),
     ("POST", "/api/webhooks/{id}/deliveries/{id}/redeliver", "admin"),
     ("POST", "/account", "viewer"),
+    # two-factor (issue 25)
+    ("POST", "/account/2fa/start", "viewer"),
+    ("POST", "/account/2fa/confirm", "viewer"),
+    ("POST", "/account/2fa/cancel", "viewer"),
+    ("POST", "/account/2fa/recovery-codes", "viewer"),
+    ("POST", "/account/2fa/disable", "viewer"),
+    ("POST", "/settings/two-factor", "admin"),
+    ("POST", "/settings/two-factor/{id}/reset", "admin"),
     # the library and planning pages (issues 14, 15)
     ("POST", "/projects/{id}/edit", "tester"),
     ("POST", "/projects/{id}/archive", "tester"),
@@ -84,13 +92,15 @@ UNSAFE_ROUTES = [
     ("POST", "/quarantine/{id}/delete", "tester"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
-               "/settings/audit", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
+               "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
                "/settings/integrations/{id}"]
 # unsafe routes outside the role model, with the reason
 NOT_ROLE_CHECKED = {
     "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",
     "/invitations/{secret:str}": "the invitation link is the credential",
     "/password-reset/{secret:str}": "the reset link is the credential",
+    "/password-reset": "forgot password: anyone may ask, the answer is the same for every address",
+    "/login/two-factor": "signing in: the second step of a session past its password",
     "/api/integrations/{integration_id:str}": "tracker webhooks, signed with the integration's secret",
 }
 
