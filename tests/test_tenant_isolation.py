@@ -222,6 +222,7 @@ WEB_ROUTES = [
     ("POST", "/settings/team/{member}/role", {"role": "viewer"}),
     ("POST", "/settings/team/{member}/active", {"active": "0"}),
     ("POST", "/settings/team/{member}/reset", {}),
+    ("POST", "/settings/two-factor/{member}/reset", {}),
     ("POST", "/settings/team/invitations/{invitation}/revoke", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
