@@ -85,6 +85,7 @@ from tms.team.signin.session import LoginRequired
 from tms.team.signin.session_cookie import RotatingSessionConfig
 from tms.team.signin.sessions import SQLiteSessionStore
 from tms.team.signin.throttle import LoginThrottle
+from tms.team.sso import web as web_sso
 from tms.team.tokens import web as web_tokens
 from tms.team.tokens.service import LastUsedTracker
 
@@ -191,6 +192,8 @@ def _web_routers() -> list[Any]:
         web_runs.router(),
         web_execution.router(),
         web_execution.upload_router(),
+        web_sso.router(),
+        web_sso.public_router(),
         web_team.router(),
         web_team.public_router(),
         web_team.account_router(),
@@ -319,7 +322,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         state=state,
         stores={"sessions": session_store},
         middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
-                    session_config.middleware],
+                    session_config.middleware, web_sso.login_choices],
         csrf_config=csrf_config,
         template_config=template_config,
         plugins=[FlashPlugin(FlashConfig(template_config=template_config))],
