@@ -51,6 +51,8 @@ UNSAFE_ROUTES = [
     ("POST", "/settings/team/{id}/role", "admin"),
     ("POST", "/settings/team/{id}/active", "admin"),
     ("POST", "/settings/team/{id}/reset", "admin"),
+    ("POST", "/settings/sign-in", "admin"),
+    ("POST", "/settings/sign-in/remove", "admin"),
     ("POST", "/api/webhooks", "admin"),
     ("PATCH", "/api/webhooks/{id}", "admin"),
     ("DELETE", "/api/webhooks/{id}", "admin"),
@@ -93,7 +95,7 @@ UNSAFE_ROUTES = [
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
-               "/settings/integrations/{id}"]
+               "/settings/integrations/{id}", "/settings/sign-in"]
 # unsafe routes outside the role model, with the reason
 NOT_ROLE_CHECKED = {
     "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",
