@@ -3,6 +3,7 @@ headers, tenant isolation, scopes, file-name sanitising and the orphan sweep."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import socket
@@ -128,10 +129,15 @@ def attachments_dir(server: ServerProcess) -> Path:
     return server.data_dir / "attachments"
 
 
+def stored_files(directory: Path) -> set[str]:
+    """Every file under the attachment folder (objects live in <tenant>/ and incoming/ folders)."""
+    return {str(path.relative_to(directory)) for path in directory.rglob("*") if path.is_file()}
+
+
 def stored_rows(server: ServerProcess, tenant_id: str) -> list[tuple[Any, ...]]:
     with connect_db(server.db_path) as conn:
         rows = conn.execute(
-            "SELECT file_name, mime_type, size, storage_name FROM attachments WHERE tenant_id = ?", (tenant_id,)
+            "SELECT file_name, mime_type, size, object_key FROM attachments WHERE tenant_id = ?", (tenant_id,)
         ).fetchall()
     conn.close()
     return rows
@@ -202,15 +208,16 @@ def test_other_form_fields_are_ignored(tenant: Tenant) -> None:
     assert len(response.json()["data"]) == 1
 
 
-def test_files_are_stored_under_random_names(tenant: Tenant) -> None:
+def test_files_are_stored_under_their_hash(tenant: Tenant) -> None:
     result_id = add_result(tenant)
     response = upload(tenant.api, result_id, ("../../etc/passwd.png", PNG, "image/png"))
     assert response.status_code == 201, response.text
     assert response.json()["data"][0]["fileName"] == "passwd.png"
-    [(file_name, _, size, storage_name)] = stored_rows(tenant.server, tenant.id)
+    [(file_name, _, size, object_key)] = stored_rows(tenant.server, tenant.id)
     assert file_name == "passwd.png" and size == len(PNG)
-    assert "passwd" not in storage_name and "/" not in storage_name
-    assert (attachments_dir(tenant.server) / storage_name).read_bytes() == PNG
+    # the key is the tenant and the content's hash: nothing of the client's name
+    assert object_key == f"{tenant.id}/{hashlib.sha256(PNG).hexdigest()}"
+    assert (attachments_dir(tenant.server) / object_key).read_bytes() == PNG
 
 
 @pytest.mark.parametrize(
@@ -287,20 +294,20 @@ EXE = b"MZ\x90\x00\x03\x00\x00\x00" + bytes(120)
 )
 def test_disallowed_content_is_415_and_nothing_kept(tenant: Tenant, name: str, content: bytes) -> None:
     result_id = add_result(tenant)
-    before = set(os.listdir(attachments_dir(tenant.server)))
+    before = stored_files(attachments_dir(tenant.server))
     response = upload(tenant.api, result_id, (name, content, "image/png"))
     assert_problem(response, 415)
     assert stored_rows(tenant.server, tenant.id) == []
-    assert set(os.listdir(attachments_dir(tenant.server))) <= before
+    assert stored_files(attachments_dir(tenant.server)) <= before
 
 
 def test_one_bad_file_refuses_the_whole_request(tenant: Tenant) -> None:
     result_id = add_result(tenant)
-    before = set(os.listdir(attachments_dir(tenant.server)))
+    before = stored_files(attachments_dir(tenant.server))
     response = upload(tenant.api, result_id, ("good.png", PNG, "image/png"), ("bad.png", HTML, "image/png"))
     assert_problem(response, 415)
     assert stored_rows(tenant.server, tenant.id) == []
-    assert set(os.listdir(attachments_dir(tenant.server))) <= before
+    assert stored_files(attachments_dir(tenant.server)) <= before
 
 
 def test_missing_file_part_is_400(tenant: Tenant) -> None:
@@ -379,7 +386,7 @@ def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
     exactly = b"a" * 1000
     ok = upload(tenant.api, result_id, ("limit.txt", exactly, "text/plain"))
     assert ok.status_code == 201, ok.text
-    before = set(os.listdir(directory))
+    before = stored_files(directory)
     rows_before = stored_rows(server, tenant.id)
 
     for files in (
@@ -389,7 +396,7 @@ def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
         [("small.png", PNG, "image/png"), ("big.txt", b"b" * 50_000, "text/plain")],
     ):
         assert_problem(upload(tenant.api, result_id, *files), 413)
-        assert set(os.listdir(directory)) == before
+        assert stored_files(directory) == before
         assert stored_rows(server, tenant.id) == rows_before
 
     # a body announced far beyond any acceptable size is refused before a byte of it is read
@@ -427,9 +434,10 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     stray_new.write_bytes(b"an upload in flight")
 
     removed = run_admin(tenant.server.db_path, lambda db: sweep_orphans(db, directory))
-    assert removed >= 2
+    assert removed >= 1
     assert [row[0] for row in stored_rows(tenant.server, tenant.id)] == ["keep.png"]
-    assert not (directory / rows["gone.png"]).exists()
+    # the same bytes: one object, which the kept attachment still references
+    assert rows["gone.png"] == rows["keep.png"]
     assert (directory / rows["keep.png"]).exists()
     assert not stray_old.exists() and stray_new.exists()
     stray_new.unlink()
@@ -439,7 +447,7 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
 def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
     result_id = add_result(tenant)
     directory = attachments_dir(tenant.server)
-    before = set(os.listdir(directory))
+    before = stored_files(directory)
     head = (
         b'--zz\r\nContent-Disposition: form-data; name="file"; filename="cut.txt"\r\n\r\n' + b"x" * 200_000
     )
@@ -452,13 +460,13 @@ def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
         )
         # the file exists on disk while its body is still arriving (the upload streams)
         deadline = time.monotonic() + 10
-        while not set(os.listdir(directory)) - before and time.monotonic() < deadline:
+        while not stored_files(directory) - before and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert set(os.listdir(directory)) - before, "the partial file never reached the disk"
+        assert stored_files(directory) - before, "the partial file never reached the disk"
     deadline = time.monotonic() + 10
-    while set(os.listdir(directory)) - before and time.monotonic() < deadline:
+    while stored_files(directory) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert set(os.listdir(directory)) <= before
+    assert stored_files(directory) <= before
     assert stored_rows(tenant.server, tenant.id) == []
 
 
@@ -493,7 +501,9 @@ def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant)
     assert run_admin(tenant.server.db_path, lambda db: delete_attachment_files_for(db, tenant.id, [first])) == 2
     for attachment in a:
         assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
-    assert not (directory / names["a.png"]).exists() and not (directory / names["b.txt"]).exists()
+    # b.txt's object goes; a.png's bytes are c.png's too, so their one object stays for c.png
+    assert not (directory / names["b.txt"]).exists()
+    assert names["a.png"] == names["c.png"] and (directory / names["a.png"]).exists()
     assert tenant.api.get(f"/api/v1/attachments/{b[0]['id']}").status_code == 200
 
 

@@ -63,7 +63,7 @@ SETTINGS: tuple[Setting, ...] = (
         "database_url",
         "",
         "Empty: SQLite in data_dir. postgresql://user:pass@host:port/db: PostgreSQL 15+, which several "
-        "tms serve replicas may share (with one shared data_dir for attachments).",
+        "tms serve replicas may share (with attachments.store = s3 they share no disk).",
     ),
     Setting(
         "attachments",
@@ -73,6 +73,21 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
         maximum=2**40,
     ),
+    Setting("attachments", "store", "local", "Where attachment files live: local (data_dir/attachments) or s3 "
+            "(an S3-compatible bucket, so replicas share no disk; see docs/deployment.md).",
+            choices=("local", "s3")),
+    Setting("attachments", "s3_endpoint", "", "S3 endpoint URL, e.g. http://minio:9000 or "
+            "https://<account>.r2.cloudflarestorage.com; empty = AWS S3 of s3_region."),
+    Setting("attachments", "s3_bucket", "", "Bucket holding the attachments (it must exist)."),
+    Setting("attachments", "s3_prefix", "tms", "Key prefix inside the bucket; objects are <prefix>/<tenant>/<sha256>."),
+    Setting("attachments", "s3_region", "us-east-1", "Region of the bucket (S3-compatible stores: whatever they "
+            "expect, often us-east-1 or auto)."),
+    Setting("attachments", "s3_access_key_id", "", "Access key id; empty = the AWS_* environment or the "
+            "instance's role."),
+    Setting("attachments", "s3_secret_access_key", "", "Secret access key (never shown or logged)."),
+    Setting("attachments", "s3_presigned_seconds", 0, "With store = s3 and static keys: API downloads answer "
+            "302 to a presigned URL valid this many seconds; 0 = the service streams every download.",
+            minimum=0, maximum=7 * 24 * 3600),
     Setting(
         "retention",
         "unlinked_days",

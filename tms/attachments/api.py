@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from litestar import get, post
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
-from litestar.response import File
+from litestar.response import File, Redirect, Response
 
 from tms.attachments import service as attachment_service
 from tms.attachments.models import Attachment, AttachmentList
+from tms.attachments.objects import OpenedObject
 from tms.http.api_auth import ApiRequest, requires
 from tms.state import app_state
+
+if TYPE_CHECKING:
+    from litestar.types.file_types import FileInfo, FileSystemProtocol
 
 # An SVG is a document that can run script: even opened directly it stays in a sandbox with no
 # origin, loads nothing, and only its own inline styles apply.
@@ -69,13 +73,63 @@ async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentL
     return AttachmentList(data=msgspec.convert(created, list[Attachment]))
 
 
-@get("/attachments/{attachment_id:str}", **requires("read"), summary="Download an attachment")
-async def download_attachment(request: ApiRequest, attachment_id: str) -> File:
+@get(
+    "/attachments/{attachment_id:str}",
+    **requires("read"),
+    summary="Download an attachment",
+    description="The file, or with `attachments.s3_presigned_seconds` set and an S3 store, a 302 to a "
+    "presigned URL of the object storage valid that many seconds (SVG files are always sent by the service).",
+)
+async def download_attachment(request: ApiRequest, attachment_id: str) -> Response[Any]:
     state = app_state(request)
     stored = await attachment_service.open_attachment(
-        state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir
+        state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir,
+        redirect_seconds=int(state.config.get("attachments.s3_presigned_seconds")),
     )
+    if stored.redirect:
+        return Redirect(stored.redirect, status_code=302, headers={"Cache-Control": "private, no-store"})
     return attachment_file(stored)
+
+
+class _OpenedFileSystem:
+    """Litestar's ``File`` reads through a file system: this one hands it the object already opened
+    (so a missing object is a 404 before any answer), chunk by chunk."""
+
+    def __init__(self, opened: OpenedObject) -> None:
+        self.opened = opened
+
+    async def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        return {"name": path, "size": self.opened.size, "type": "file"}
+
+    async def open(self, file: str, mode: str = "rb", buffering: int = -1) -> _OpenedReader:
+        return _OpenedReader(self.opened)
+
+
+class _OpenedReader:
+    def __init__(self, opened: OpenedObject) -> None:
+        self.chunks = opened.chunks
+        self.buffer = b""
+        self.done = False
+
+    async def __aenter__(self) -> _OpenedReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        close = getattr(self.chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def read(self, size: int = -1) -> bytes:
+        while not self.done and (size < 0 or len(self.buffer) < size):
+            try:
+                self.buffer += await anext(self.chunks)
+            except StopAsyncIteration:
+                self.done = True
+        if size < 0:
+            data, self.buffer = self.buffer, b""
+        else:
+            data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
 
 
 def attachment_file(stored: attachment_service.StoredFile) -> File:
@@ -91,10 +145,14 @@ def attachment_file(stored: attachment_service.StoredFile) -> File:
     if stored.mime_type == "image/svg+xml":
         headers["Content-Security-Policy"] = SVG_CSP
     # Litestar appends "; charset=utf-8" to text/* types itself (twice, when we had added it too)
+    if stored.opened is not None:
+        # Litestar's FileSystemProtocol spells out fsspec's overloads; this reader is the subset File uses
+        file_system = cast("FileSystemProtocol", _OpenedFileSystem(stored.opened))
+        info = cast("FileInfo", {"name": stored.file_name, "size": stored.size, "type": "file"})
+        return File(path=stored.file_name, media_type=stored.mime_type, headers=headers, filename=stored.file_name,
+                    file_system=file_system, chunk_size=256 * 1024, file_info=info)
+    assert stored.path is not None
     return File(path=stored.path, media_type=stored.mime_type, headers=headers, filename=stored.file_name)
 
 
-def content_disposition(disposition: str, file_name: str) -> str:
-    """RFC 6266: an ASCII fallback ``filename`` for old clients plus the exact UTF-8 ``filename*``."""
-    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\%' else "_" for ch in file_name)
-    return f"{disposition}; filename=\"{fallback or 'download'}\"; filename*=UTF-8''{quote(file_name, safe='')}"
+content_disposition = attachment_service.content_disposition

@@ -1,30 +1,43 @@
-"""Attachments of results: streamed upload typed by content, download metadata, orphan cleanup.
+"""Attachments of results: streamed upload typed by content, download, deletion and the orphan sweep.
 
-An upload is a multipart body read chunk by chunk from the socket: each ``file`` part goes straight
-to ``data_dir/attachments/<random name>`` while a ``Sniffer`` checks its bytes, so memory stays flat
-whatever the file size. Rows are written in one transaction only once every file is complete and
-on disk; on any failure every file written by the request is removed, so a refused upload leaves
-nothing behind.
+An upload is a multipart body read chunk by chunk from the socket: each ``file`` part streams into
+the attachment store (``tms.attachments.objects``: a local folder, or an S3 bucket part by part)
+while a ``Sniffer`` checks its bytes and SHA-256 hashes them, so memory stays flat whatever the file
+size. Only once every file is complete is it published under its content-addressed key
+(``<tenant>/<sha256>``: identical files of a tenant are stored once) and the rows written, in one
+transaction; on any failure every object the request wrote is removed and no attachment row exists,
+so a refused upload (413, 415, or 503 when the store is down) leaves nothing behind.
+
+Objects are reference-counted by the attachments rows naming them. Whoever deletes attachment rows
+calls ``forget_after_commit`` in that transaction: once it commits, the objects no row references
+any more leave the store. ``sweep_orphans`` (periodic) catches whatever a caller missed or a crash
+left: rows whose result is gone, objects no row references, and objects in the store with no row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
-import secrets
+import tempfile
 import time
 import unicodedata
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import multipart
 
+from tms.attachments import objects
 from tms.attachments import store as attachment_store
-from tms.attachments.filetypes import ALLOWED_EXTENSIONS, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
+from tms.attachments.filetypes import ALLOWED_EXTENSIONS, JSON, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
+from tms.attachments.objects import AttachmentStore, ObjectWriter, OpenedObject, StoreUnavailable
+from tms.config import Config, ConfigError
 from tms.db import Database, Row, Transaction
 from tms.errors import (
     DISK_FULL_DETAIL,
@@ -46,12 +59,17 @@ MAX_FILES = 20
 MAX_NAME_LENGTH = 200
 # multipart framing and small non-file fields on top of the files themselves
 BODY_MARGIN = 1024 * 1024
-# disk writes go to a worker thread in batches this big, so the event loop never waits on the disk
-WRITE_BATCH = 1024 * 1024
 # after a refusal, read (and discard) at most this much more so the client can see the answer
 DRAIN_LIMIT = 16 * 1024 * 1024
-# a file on disk without a row is only a stray once no upload can still be writing it
+# an object in the store without a row is only a stray once no upload can still be writing it; an
+# upload's claim on a key it is publishing lasts as long
 STRAY_GRACE_SECONDS = 3600
+# the orphan sweep runs this often (one replica per period): unreferenced objects, rows of deleted results, strays
+SWEEP_SECONDS = 3600
+# an upload of bytes whose object is being deleted right now waits for that, at most this long
+DELETING_WAIT_SECONDS = 5.0
+# where the service finds a store when its caller names the attachment folder (see objects.resolve)
+Where = Path | AttachmentStore
 
 
 def attachment_dict(row: Row) -> dict[str, Any]:
@@ -96,22 +114,24 @@ def sanitize_file_name(raw: str) -> str:
 
 @dataclass
 class _Spooled:
-    """One uploaded file on its way to disk."""
+    """One uploaded file on its way into the store."""
 
     file_name: str
     kind: Kind
-    path: Path
+    writer: ObjectWriter
     sniffer: Sniffer
+    hasher: Any = field(default_factory=hashlib.sha256)
     size: int = 0
-    handle: Any = None
-    pending: bytearray | None = None
+    # a JSON file is parsed whole once complete: an S3 upload keeps a local scratch copy for that
+    check_copy: Any = None
+    sha256: str = ""
 
 
 class _Upload:
-    """The files of one request; removes every one of them unless the upload is committed."""
+    """The files of one request; removes every object it wrote unless the upload is committed."""
 
-    def __init__(self, directory: Path, max_bytes: int) -> None:
-        self.directory = directory
+    def __init__(self, store: AttachmentStore, max_bytes: int) -> None:
+        self.store = store
         self.max_bytes = max_bytes
         self.files: list[_Spooled] = []
         self.current: _Spooled | None = None
@@ -125,59 +145,48 @@ class _Upload:
             raise UnsupportedMediaType(
                 f"{file_name or 'the file'}: type not allowed; allowed extensions: {ALLOWED_EXTENSIONS}"
             )
-        # never the client's name on disk: a random one, created exclusively, readable by us only
-        path = self.directory / secrets.token_hex(16)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        spooled = _Spooled(file_name, kind, path, Sniffer(kind), handle=os.fdopen(fd, "wb"))
-        spooled.pending = bytearray()
+        writer = self.store.writer()
+        spooled = _Spooled(file_name, kind, writer, Sniffer(kind))
+        if kind is JSON and writer.local_path is None:
+            spooled.check_copy = await asyncio.to_thread(tempfile.NamedTemporaryFile, prefix="tms-json-")
         self.files.append(spooled)
         self.current = spooled
 
     async def write(self, chunk: bytes) -> None:
         spooled = self.current
-        assert spooled is not None and spooled.pending is not None
+        assert spooled is not None
         spooled.size += len(chunk)
         if spooled.size > self.max_bytes:
             raise TooLarge(f"{spooled.file_name}: larger than the limit of {self.max_bytes} bytes per file")
         refusal = spooled.sniffer.feed(chunk)
         if refusal:
             raise UnsupportedMediaType(f"{spooled.file_name}: {refusal}")
-        spooled.pending += chunk
-        if len(spooled.pending) >= WRITE_BATCH:
-            await self._flush(spooled)
-
-    async def _flush(self, spooled: _Spooled) -> None:
-        assert spooled.pending is not None
-        if spooled.pending:
-            data, spooled.pending = bytes(spooled.pending), bytearray()
-            await asyncio.to_thread(spooled.handle.write, data)
+        spooled.hasher.update(chunk)
+        await spooled.writer.write(chunk)
+        if spooled.check_copy is not None:
+            await asyncio.to_thread(spooled.check_copy.write, chunk)
 
     async def close_current(self) -> None:
         spooled, self.current = self.current, None
         assert spooled is not None
-        await self._flush(spooled)
-        handle, spooled.handle, spooled.pending = spooled.handle, None, None
-        # on disk for real before a row may point at it
-        await asyncio.to_thread(_sync_and_close, handle)
-        refusal = await asyncio.to_thread(spooled.sniffer.finish, spooled.path)
+        await spooled.writer.close()
+        spooled.sha256 = spooled.hasher.hexdigest()
+        path = spooled.writer.local_path
+        if spooled.check_copy is not None:
+            await asyncio.to_thread(spooled.check_copy.flush)
+            path = Path(spooled.check_copy.name)
+        refusal = await asyncio.to_thread(spooled.sniffer.finish, path or Path(os.devnull))
         if refusal:
             raise UnsupportedMediaType(f"{spooled.file_name}: {refusal}")
 
-    def discard(self) -> None:
+    async def discard(self) -> None:
         for spooled in self.files:
-            if spooled.handle is not None:
+            with contextlib.suppress(Exception):
+                await spooled.writer.discard()
+            if spooled.check_copy is not None:
                 with contextlib.suppress(OSError):
-                    spooled.handle.close()
-            spooled.path.unlink(missing_ok=True)
+                    spooled.check_copy.close()
         self.files.clear()
-
-
-def _sync_and_close(handle: Any) -> None:
-    try:
-        handle.flush()
-        os.fsync(handle.fileno())
-    finally:
-        handle.close()
 
 
 def multipart_boundary(content_type: str) -> str:
@@ -211,10 +220,15 @@ async def upload(
     content_type: str,
     content_length: int | None,
     body: AsyncIterator[bytes],
-    directory: Path,
+    directory: Where,
     max_bytes: int,
 ) -> list[dict[str, Any]]:
-    """Stores every ``file`` part of the body as an attachment of the result; returns them, API shape."""
+    """Stores every ``file`` part of the body as an attachment of the result; returns them, API shape.
+
+    ``directory`` is the attachment store, or the attachment folder the configured store was
+    registered under (``objects.resolve``).
+    """
+    store = objects.resolve(directory)
     limit = body_limit(max_bytes)
     try:
         if not await attachment_store.result_exists(db, tenant_id, result_id):
@@ -226,8 +240,10 @@ async def upload(
         await _drain(body, 0, content_length)
         raise
 
-    spool = _Upload(directory, max_bytes)
+    spool = _Upload(store, max_bytes)
     received = 0
+    claimed: list[tuple[str, str, str, int]] = []
+    committed = False
     try:
         try:
             parser = multipart.PushMultipartParser(boundary, max_header_count=16)
@@ -257,38 +273,78 @@ async def upload(
                 raise InvalidInput("the multipart body ended early")
         except multipart.MultipartError as exc:
             raise InvalidInput(f"malformed multipart body: {exc}") from None
-        except (TooLarge, UnsupportedMediaType, InvalidInput):
-            spool.discard()
+        except (TooLarge, UnsupportedMediaType, InvalidInput, StoreUnavailable):
+            await spool.discard()
             await _drain(body, received, content_length)
             raise
         except OSError as exc:
             if not is_disk_full(exc):
                 raise
             # the answer is a 507, and the client should read it rather than a broken pipe
-            spool.discard()
+            await spool.discard()
             await _drain(body, received, content_length)
             raise InsufficientStorage(DISK_FULL_DETAIL) from exc
         if not spool.files:
             raise InvalidInput("no 'file' part in the body", field=FILE_FIELD)
 
+        wanted = {objects.object_key(tenant_id, f.sha256): (tenant_id, f.sha256, f.size) for f in spool.files}
+        claimed = [(key, *rest) for key, rest in wanted.items()]
+        await _claim(db, claimed)
+        published: set[str] = set()
+        for spooled in spool.files:
+            key = objects.object_key(tenant_id, spooled.sha256)
+            if key not in published:  # the same file twice in one request: stored once
+                await spooled.writer.publish(key)
+                published.add(key)
+            else:
+                await spooled.writer.discard()
+
         created_at = now_iso()
-        rows = [
-            (new_id(), tenant_id, result_id, f.file_name, f.kind.mime_type, f.size, f.path.name, created_at)
-            for f in spool.files
-        ]
+        rows = []
+        for f in spool.files:
+            attachment_id = new_id()
+            rows.append((attachment_id, tenant_id, result_id, f.file_name, f.kind.mime_type, f.size,
+                         attachment_id, created_at, objects.object_key(tenant_id, f.sha256)))
         async with db.transaction() as tx:
             # the result may have been deleted while the files streamed in
             if not await attachment_store.result_exists(tx, tenant_id, result_id):
                 raise NotFound(f"result {result_id} not found")
             await attachment_store.insert_attachments(tx, rows)
+            await attachment_store.settle_objects(tx, claimed, created_at)
             await audit.record(tx, tenant_id, "attachment.created", "result", result_id,
                                {"files": [r[3] for r in rows]})
-        spool.files.clear()  # committed: the files now belong to their rows
+        committed = True
+        spool.files.clear()  # committed: the objects now belong to their rows
     finally:
-        spool.discard()
+        await spool.discard()
+        if claimed and not committed:
+            # nothing half-written: the claims of a failed upload go (unless another upload's rows
+            # reference the same bytes), and its published objects with them
+            with contextlib.suppress(Exception):
+                async with db.transaction() as tx:
+                    await attachment_store.drop_unreferenced(tx, [c[0] for c in claimed])
+                gone = await attachment_store.known_object_keys(db, [c[0] for c in claimed])
+                orphaned = [c[0] for c in claimed if c[0] not in gone]
+                if orphaned:
+                    await store.delete(orphaned)
     return [
         {"id": r[0], "fileName": r[3], "mimeType": r[4], "size": r[5], "createdAt": r[7]} for r in rows
     ]
+
+
+async def _claim(db: Database, claimed: list[tuple[str, str, str, int]]) -> None:
+    """Claims the keys the upload is about to publish; waits for a collector deleting one of them."""
+    deadline = time.monotonic() + DELETING_WAIT_SECONDS
+    while True:
+        at = datetime.now(UTC)
+        until = (at + timedelta(seconds=STRAY_GRACE_SECONDS)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        async with db.transaction() as tx:
+            busy = await attachment_store.claim_objects(tx, claimed, until, now_iso())
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise StoreUnavailable("the same file is being removed from storage right now; try again")
+        await asyncio.sleep(0.2)
 
 
 async def _drain(body: AsyncIterator[bytes], received: int, content_length: int | None) -> None:
@@ -310,32 +366,67 @@ async def _drain(body: AsyncIterator[bytes], received: int, content_length: int 
 
 @dataclass(frozen=True)
 class StoredFile:
-    path: Path
+    """An attachment ready to send: a local file (``path``), an object being read (``opened``), or a
+    presigned URL to redirect to (``redirect``)."""
+
     file_name: str
     mime_type: str
     inline: bool
+    size: int
+    path: Path | None = None
+    opened: OpenedObject | None = None
+    redirect: str | None = None
 
 
-async def open_attachment(db: Database, tenant_id: str, attachment_id: str, directory: Path) -> StoredFile:
+async def open_attachment(
+    db: Database, tenant_id: str, attachment_id: str, directory: Where, *, redirect_seconds: int = 0
+) -> StoredFile:
+    """The attachment of this tenant, opened for download; 404 for another tenant's id.
+
+    ``redirect_seconds`` > 0: a store that can presign (S3 with static keys) answers with a URL valid
+    that long instead of the bytes. Never for SVG: only our own response can carry its sandbox CSP.
+    """
+    store = objects.resolve(directory)
     row = await attachment_store.get_attachment(db, tenant_id, attachment_id)
-    if row is None:
-        raise NotFound(f"attachment {attachment_id} not found")
-    path = directory / row["storage_name"]
-    if not path.is_file():
-        log.warning("attachment %s has a row but no file %s", attachment_id, path)
+    if row is None or not row["object_key"]:
         raise NotFound(f"attachment {attachment_id} not found")
     kind = KINDS_BY_MIME.get(row["mime_type"])
-    return StoredFile(path, row["file_name"], row["mime_type"], inline=bool(kind and kind.inline))
+    inline = bool(kind and kind.inline)
+    base = {"file_name": row["file_name"], "mime_type": row["mime_type"], "inline": inline, "size": row["size"]}
+    key = row["object_key"]
+    if redirect_seconds > 0 and row["mime_type"] != "image/svg+xml":
+        url = store.presigned_url(key, seconds=redirect_seconds, mime_type=row["mime_type"],
+                                  disposition=content_disposition("inline" if inline else "attachment",
+                                                                  row["file_name"]))
+        if url:
+            return StoredFile(**base, redirect=url)
+    if isinstance(store, objects.LocalStore):
+        path = store.path_of(key)
+        if not path.is_file():
+            log.warning("attachment %s has a row but no object %s", attachment_id, key)
+            raise NotFound(f"attachment {attachment_id} not found")
+        return StoredFile(**base, path=path)
+    try:
+        opened = await store.open(key)
+    except NotFound:
+        log.warning("attachment %s has a row but no object %s", attachment_id, key)
+        raise NotFound(f"attachment {attachment_id} not found") from None
+    return StoredFile(**base, opened=opened)
 
 
-def _unlink_all(directory: Path, storage_names: list[str]) -> None:
-    for name in storage_names:
-        (directory / name).unlink(missing_ok=True)
+def content_disposition(disposition: str, file_name: str) -> str:
+    """RFC 6266: an ASCII fallback ``filename`` for old clients plus the exact UTF-8 ``filename*``."""
+    fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\%' else "_" for ch in file_name)
+    return f"{disposition}; filename=\"{fallback or 'download'}\"; filename*=UTF-8''{quote(file_name, safe='')}"
 
 
 def remove_files(directory: Path, storage_names: list[str]) -> None:
-    """Removes stored files by name (after the transaction that deleted their rows has committed)."""
-    _unlink_all(directory, storage_names)
+    """Deprecated (callers: tms/library/projects/service.py): removes files stored before object
+    storage by their old name. Objects of newer attachments are shared between attachments with the
+    same bytes and are removed by ``forget_after_commit`` or, failing that, by ``sweep_orphans``."""
+    for name in storage_names:
+        if objects.LEGACY_KEY.fullmatch(name):
+            (directory / name).unlink(missing_ok=True)
 
 
 def default_directory(db: Database) -> Path:
@@ -343,62 +434,176 @@ def default_directory(db: Database) -> Path:
     return db.data_dir / "attachments"
 
 
-async def delete_attachment_files_for(
-    db: Database, tenant_id: str, result_ids: list[str], directory: Path | None = None
-) -> int:
-    """Deletes the attachments (rows, then files) of results that were deleted; returns how many.
+# after-commit work holds its task here, so the event loop does not drop it half-way
+_PENDING: set[asyncio.Task[Any]] = set()
 
-    Optional: the daily ``sweep_orphans`` finds the same attachments; calling this right after
-    deleting results only frees the disk space sooner.
+
+def forget_after_commit(tx: Transaction, db: Database, store: Where, object_keys: list[str]) -> None:
+    """In the transaction that deleted attachment rows: once it commits, the objects those rows named
+    leave the store unless another attachment still references them (never on rollback).
+
+    Runs in the background of this process; an object it misses (the store down, the process
+    stopped) is collected by ``sweep_orphans``.
     """
-    if not result_ids:
-        return 0
-    async with db.transaction() as tx:
-        names = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
-    # files only after the commit: a rolled-back delete must not lose them
-    await asyncio.to_thread(_unlink_all, directory or default_directory(db), names)
-    return len(names)
+    keys = list(dict.fromkeys(k for k in object_keys if k))
+    if not keys:
+        return
+    resolved = objects.resolve(store)
+
+    def collect_soon() -> None:
+        task = asyncio.get_running_loop().create_task(_collect_logged(db, resolved, keys))
+        _PENDING.add(task)
+        task.add_done_callback(_PENDING.discard)
+
+    tx.after_commit(collect_soon)
 
 
-async def delete_attachments_in(
-    tx: Transaction, tenant_id: str, result_ids: list[str], directory: Path
-) -> None:
-    """The same inside the caller's transaction that deletes the results: rows go with it, files
-    once it commits (never on rollback)."""
-    names = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
-    if names:
-        tx.after_commit(lambda: _unlink_all(directory, names))
+async def settle_pending() -> None:
+    """Waits for the after-commit collections of this process (tests, shutdown)."""
+    while _PENDING:
+        await asyncio.gather(*list(_PENDING), return_exceptions=True)
 
 
-async def sweep_orphans(db: Database, directory: Path) -> int:
-    """Daily: removes attachments whose result is gone, and files on disk that no row names.
+async def _collect_logged(db: Database, store: AttachmentStore, keys: list[str]) -> None:
+    try:
+        await collect(db, store, keys)
+    except Exception as exc:  # the sweep retries; a deletion never fails the write that asked for it
+        log.warning("removing %d attachment objects failed (the orphan sweep retries): %s", len(keys), exc)
 
-    Deleting runs, projects or unlinked results cascades in SQL, but the attachments table has no
-    foreign key to the two result tables, so its rows and files are collected here. Returns the
-    number of files removed.
-    """
+
+async def collect(db: Database, store: AttachmentStore, keys: list[str]) -> int:
+    """Deletes those of these objects that no attachment references and no upload claims; returns
+    how many. The rows are marked first, so an upload of the same bytes waits instead of racing."""
     removed = 0
-    while ids := await attachment_store.find_orphans(db):
+    for start in range(0, len(keys), attachment_store.IN_CHUNK):
+        chunk = keys[start : start + attachment_store.IN_CHUNK]
         async with db.transaction() as tx:
-            names = await attachment_store.delete_orphans(tx, ids)
-        await asyncio.to_thread(_unlink_all, directory, names)
-        removed += len(names)
-        if not names:
-            break
-    strays = await asyncio.to_thread(_old_files, directory, time.time() - STRAY_GRACE_SECONDS)
-    if strays:
-        known = await attachment_store.known_storage_names(db, strays)
-        unknown = [name for name in strays if name not in known]
-        await asyncio.to_thread(_unlink_all, directory, unknown)
-        removed += len(unknown)
-    if removed:
-        log.info("attachment sweep removed %d files", removed)
+            marked = await attachment_store.mark_deleting(tx, chunk, now_iso())
+        if not marked:
+            continue
+        try:
+            await store.delete(marked)
+        except Exception:
+            async with db.transaction() as tx:
+                await attachment_store.finish_deleting(tx, marked, deleted=False)
+            raise
+        async with db.transaction() as tx:
+            await attachment_store.finish_deleting(tx, marked, deleted=True)
+        removed += len(marked)
     return removed
 
 
-def _old_files(directory: Path, before: float) -> list[str]:
-    """Names of plain files last written before ``before`` (an upload in flight keeps touching its file)."""
-    if not directory.is_dir():
-        return []
-    with os.scandir(directory) as entries:
-        return [e.name for e in entries if e.is_file(follow_symlinks=False) and e.stat().st_mtime < before]
+def _registered_db(where: Where) -> Database | None:
+    return objects.registered_database(where)
+
+
+async def delete_attachment_files_for(
+    db: Database, tenant_id: str, result_ids: list[str], directory: Where | None = None
+) -> int:
+    """Deletes the attachments (rows, then unreferenced objects) of results that were deleted;
+    returns how many attachment rows went.
+
+    Optional: the periodic ``sweep_orphans`` finds the same attachments; calling this right after
+    deleting results only frees the space sooner.
+    """
+    if not result_ids:
+        return 0
+    store = objects.resolve(directory or default_directory(db))
+    async with db.transaction() as tx:
+        keys, count = await attachment_store.delete_for_results_counted(tx, tenant_id, result_ids)
+    # objects only after the commit: a rolled-back delete must not lose them
+    await collect(db, store, keys)
+    return count
+
+
+async def delete_attachments_in(tx: Transaction, tenant_id: str, result_ids: list[str], directory: Where) -> None:
+    """The same inside the caller's transaction that deletes the results: rows go with it, the
+    objects no other attachment references once it commits (never on rollback)."""
+    keys = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
+    db = _registered_db(directory)
+    if keys and db is not None:
+        forget_after_commit(tx, db, directory, keys)
+    # without a registered database (a script's own transaction), sweep_orphans collects them
+
+
+async def sweep_orphans(db: Database, directory: Where) -> int:
+    """Periodic: removes attachments whose result is gone, objects no attachment references, and
+    objects in the store that no row names (a crash between writing and committing, a tenant's
+    removal). Returns the number of objects removed from the store.
+
+    Deleting runs, projects or unlinked results cascades in SQL, but the attachments table has no
+    foreign key to the two result tables, so its rows are collected here.
+    """
+    store = objects.resolve(directory)
+    removed = 0
+    while ids := await attachment_store.find_orphans(db):
+        async with db.transaction() as tx:
+            keys = await attachment_store.delete_orphans(tx, ids)
+        removed += await collect(db, store, keys)
+        if not keys:
+            break
+    while keys := await attachment_store.unreferenced_objects(db, now_iso()):
+        collected = await collect(db, store, keys)
+        removed += collected
+        if not collected:
+            break
+    removed += await _sweep_strays(db, store)
+    if removed:
+        log.info("attachment sweep removed %d objects", removed)
+    return removed
+
+
+async def _sweep_strays(db: Database, store: AttachmentStore) -> int:
+    before = time.time() - STRAY_GRACE_SECONDS
+    removed = 0
+    batch: list[str] = []
+
+    async def flush() -> int:
+        known = await attachment_store.known_object_keys(db, batch)
+        strays = [key for key in batch if key not in known]
+        if strays:
+            await store.delete(strays)
+        batch.clear()
+        return len(strays)
+
+    async for info in store.listing():
+        # an upload in flight keeps writing its incoming object; a row is written after the object
+        if info.modified < before:
+            batch.append(info.key)
+            if len(batch) >= attachment_store.IN_CHUNK:
+                removed += await flush()
+    if batch:
+        removed += await flush()
+    return removed
+
+
+async def usage_by_tenant(db: Database) -> list[tuple[str, int, int]]:
+    """(tenant id, objects, bytes) of every tenant with stored attachments (shared objects once)."""
+    return [(row["tenant_id"], int(row["objects"]), int(row["bytes"]))
+            for row in await attachment_store.usage_by_tenant(db)]
+
+
+async def check_store(config: Config, directory: Where | None = None) -> None:
+    """Raises ``StoreUnavailable`` unless the configured store answers (``/readyz``)."""
+    await objects.resolve(directory or config.attachments_dir).check()
+
+
+
+def store_problem(config: Config) -> str | None:
+    """Why the configured store cannot be used, checked before the server starts (one line naming
+    the setting): a missing bucket name, or credentials the object store refuses. A store that is
+    merely unreachable is not a reason to stay down: ``/readyz`` reports it until it answers."""
+    try:
+        store = objects.store_for(config)
+        if isinstance(store, objects.S3Store):
+            asyncio.run(store.check_credentials())
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def store_for_app(config: Config, db: Database) -> AttachmentStore:
+    """The configured store, registered for this process under ``config.attachments_dir``."""
+    store = objects.store_for(config)
+    objects.register(config, store, db)
+    return store

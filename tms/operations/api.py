@@ -1,8 +1,9 @@
 """Operations endpoints: liveness, readiness and Prometheus metrics (no /api/v1 token needed).
 
-/healthz says the process answers; /readyz that its database is reachable and fully migrated, so a
-load balancer sends traffic only to replicas that can serve it. /metrics is for a scraper on the same
-host, or any host that presents ``server.metrics_token``.
+/healthz says the process answers; /readyz that its database is reachable and fully migrated and its
+attachment store (folder or bucket) answers, so a load balancer sends traffic only to replicas that
+can serve it. /metrics is for a scraper on the same host, or any host that presents
+``server.metrics_token``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from litestar.plugins.prometheus import PrometheusConfig
 from litestar.response import Redirect, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from tms.attachments import service as attachment_service
 from tms.operations import store as operations_store
-from tms.operations.metrics import OUTBOX_BACKLOG
+from tms.operations.metrics import OUTBOX_BACKLOG, refresh_attachment_usage
 from tms.state import Connection, config_of, db_of
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,10 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
     if missing:
         return Response({"status": "unavailable", "detail": f"migrations not applied: {', '.join(missing)}"},
                         status_code=503)
+    try:  # attachments.store: the folder is writable, or the bucket answers a listing
+        await attachment_service.check_store(config_of(request))
+    except attachment_service.StoreUnavailable:
+        return Response({"status": "unavailable", "detail": "attachment store unreachable"}, status_code=503)
     return Response({"status": "ok"}, status_code=200)
 
 
@@ -76,6 +82,7 @@ def metrics_guard(connection: Connection, _handler: BaseRouteHandler) -> None:
 @get("/metrics", guards=[metrics_guard], include_in_schema=False)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(db_of(request)))
+    await refresh_attachment_usage(db_of(request))
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
