@@ -229,6 +229,8 @@ def _template_filters(engine: JinjaTemplateEngine) -> None:
 
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     db = database_for(config)
+    # a local folder or an S3 bucket (attachments.store); registered under config.attachments_dir
+    attachment_store = attachment_service.store_for_app(config, db)
     token_usage = LastUsedTracker()
     request_gauge = RequestGauge()  # webhook delivery yields to requests in progress
 
@@ -252,8 +254,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             asyncio.create_task(retention.sweep_daily(db, config)),
             asyncio.create_task(
                 run_periodically(
-                    lambda: attachment_service.sweep_orphans(db, config.attachments_dir),
-                    24 * 3600,
+                    lambda: attachment_service.sweep_orphans(db, attachment_store),
+                    attachment_service.SWEEP_SECONDS,
                     "attachment orphan sweep",
                     db=db,
                 )
@@ -264,6 +266,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         finally:
             await dispatcher.stop()
             await flaky_watcher.idle()
+            await attachment_service.settle_pending()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
