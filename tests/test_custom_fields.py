@@ -12,6 +12,8 @@ import httpx
 import pytest
 
 from tests.conftest import Tenant, assert_problem
+from tests.team_helpers import add_member, web_as
+from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow
 
 TESTRAIL = Path(__file__).parent / "fixtures" / "testrail" / "shop_suite.xml"
 GHERKIN = "Feature: F\n  Scenario: S\n    Given a step\n"
@@ -345,3 +347,80 @@ def test_testrail_custom_fields_become_fields(tenant: Tenant) -> None:
     # the same export again changes nothing
     again = upload(tenant, project, xml, "testrail-xml")
     assert again.json()["unchanged"] == 4, again.text
+
+
+# ------------------------------------------------------------------------------------------- web UI
+
+
+def test_settings_page_manages_fields(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    web = tenant.web()
+    token = web.cookies.get("csrftoken", "")
+    added = web.post("/custom-fields", data={
+        "_csrf_token": token, "project_id": project, "field_name": "Browser", "field_key": "browser",
+        "field_type": "select", "field_options": "Chrome, Firefox", "field_default": "Chrome", "field_entity": "case"})
+    page = follow(web, added)
+    assert "Custom field “Browser” added." in flashes(page.text) and every_post_form_has_csrf(page.text)
+    define(tenant.api, project, "notes", "textarea")
+    bad = web.post("/custom-fields", data={"_csrf_token": token, "project_id": project, "field_name": "B",
+                                           "field_key": "browser", "field_type": "text"})
+    assert bad.status_code == 400 and "already" in (field_error(bad.text, "field_key") or "")
+    fields = tenant.api.get("/api/v1/custom-fields", params={"project_id": project}).json()["data"]
+    browser, notes = fields
+    assert browser["default"] == "Chrome" and browser["options"] == ["Chrome", "Firefox"]
+    follow(web, web.post(f"/custom-fields/{notes['id']}/move", data={"_csrf_token": token, "direction": "up"}))
+    order = tenant.api.get("/api/v1/custom-fields", params={"project_id": project}).json()["data"]
+    assert [f["key"] for f in order] == ["notes", "browser"]
+    follow(web, web.post(f"/custom-fields/{browser['id']}", data={
+        "_csrf_token": token, "name": "Browser used", "options": "Chrome, Firefox, Safari", "default": "Chrome"}))
+    follow(web, web.post(f"/custom-fields/{notes['id']}/retire", data={"_csrf_token": token}))
+    after = {f["key"]: f for f in tenant.api.get("/api/v1/custom-fields", params={"project_id": project})
+             .json()["data"]}
+    assert after["browser"]["name"] == "Browser used" and after["browser"]["options"][-1] == "Safari"
+    assert after["notes"]["retired"] is True
+    # testers fill fields in; only admins manage them
+    tester = add_member(tenant, "tester")
+    as_tester = web_as(tenant, tester.email, tester.password)
+    refused = as_tester.post(f"/custom-fields/{notes['id']}/restore",
+                             data={"_csrf_token": as_tester.cookies.get("csrftoken", "")})
+    assert refused.status_code == 403
+
+
+def test_case_form_page_list_and_history_show_fields(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox"])
+    define(tenant.api, project, "platforms", "multiselect", options=["Linux", "macOS"])
+    define(tenant.api, project, "effort", "number", required=True)
+    define(tenant.api, project, "smoke", "checkbox")
+    web = tenant.web()
+    token = web.cookies.get("csrftoken", "")
+    form = {"_csrf_token": token, "title": "Pay", "bdd_content": GHERKIN, "project_id": project, "status": "DRAFT",
+            "priority": "MEDIUM", "automation_status": "MANUAL", "cf.browser": "Firefox",
+            "cf.platforms": ["Linux", "macOS"], "cf.smoke": "on", "cf.effort": "many"}
+    bad = web.post("/cases/new", data=form)
+    assert bad.status_code == 400 and "not a number" in (field_error(bad.text, "cf-effort") or "")
+    assert 'selected>macOS' in bad.text.replace("<option selected>", "selected>")  # the ticks are kept
+    form["cf.effort"] = "3"
+    created = web.post("/cases/new", data=form)
+    page = follow(web, created)
+    code = created.headers["location"].rsplit("/", 1)[-1]
+    case = tenant.api.get(f"/api/v1/cases/{code}").json()["data"]
+    assert case["custom_fields"] == {"browser": "Firefox", "effort": 3, "platforms": ["Linux", "macOS"],
+                                     "smoke": True}
+    assert "Firefox" in page.text and "Linux, macOS" in page.text
+    edit = web.get(f"/cases/{code}/edit", headers=HTML)
+    assert 'name="cf.effort" value="3"' in edit.text
+    form.update({"cf.browser": "Chrome", "cf.smoke": ""})
+    form.pop("cf.smoke")
+    follow(web, web.post(f"/cases/{code}/edit", data={**form, "code": code}))
+    case = tenant.api.get(f"/api/v1/cases/{code}").json()["data"]
+    assert case["custom_fields"]["browser"] == "Chrome" and case["custom_fields"]["smoke"] is False
+    history = web.get(f"/cases/{code}/versions", params={"a": 1, "b": 2}, headers=HTML)
+    assert history.status_code == 200 and "Firefox" in history.text and "Chrome" in history.text
+    # the list: the filter and the chosen columns live in the URL
+    create_case(tenant.api, project, title="Zanzibar", custom_fields={"browser": "Firefox", "effort": 1})
+    listed = web.get("/cases", params={"project_id": project, "cf.browser": "Chrome", "cols": "browser,effort"},
+                     headers=HTML)
+    assert listed.status_code == 200
+    assert f"/cases/{code}" in listed.text and "Zanzibar" not in listed.text
+    assert '<th scope="col" class="cf-col">Browser</th>' in listed.text

@@ -31,6 +31,7 @@ from tms.library.cases import bulk as case_bulk
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseUpdate
 from tms.library.cases.web import view_from_query
+from tms.library.fields import service as field_service
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import SectionCreate, SectionUpdate
@@ -476,6 +477,18 @@ FIELD_LABELS = {"code": "Code", "title": "Title", "status": "Status", "priority"
                 "section_id": "Section", "project_id": "Project"}
 
 
+def _field_rows(old: Any, new: Any, labels: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The custom fields whose value differs between two versions, as (name, old, new)."""
+    keys = sorted(set(old.custom_fields) | set(new.custom_fields), key=lambda k: (k not in labels, labels.get(k, k)))
+    rows = []
+    for key in keys:
+        before, after = old.custom_fields.get(key), new.custom_fields.get(key)
+        if before != after:
+            rows.append((labels.get(key, key), field_service.cell_of(None, before, {}) or "—",
+                         field_service.cell_of(None, after, {}) or "—"))
+    return rows
+
+
 def _shown(version: Any, field: str, names: dict[str, str]) -> str:
     value = getattr(version, field)
     if field == "tags":
@@ -515,9 +528,11 @@ async def versions_page(request: AnyRequest, case_id: str) -> Template:
     for _, options in await section_service.pickable(db, tenant, await project_service.list_projects(db, tenant)):
         names.update({sid: label.strip("\u2003") for sid, label in options})
     fields = []
+    labels = {f.key: f.name for f in (await field_service.fields_of(db, tenant, case.project_id)).values()}
     if old and new:
         fields = [(FIELD_LABELS[f], _shown(old, f, names), _shown(new, f, names)) for f in FIELD_LABELS
                   if msgspec.to_builtins(getattr(old, f)) != msgspec.to_builtins(getattr(new, f))]
+        fields += _field_rows(old, new, labels)
     diff = await cached_diff(tenant, case.id, a, b, old.bdd_content, new.bdd_content) if old and new else None
     changed_between = {}
     ordered = sorted(versions, key=lambda v: v.version)
@@ -525,6 +540,7 @@ async def versions_page(request: AnyRequest, case_id: str) -> Template:
         changed_between[after.version] = [
             FIELD_LABELS.get(f, "Gherkin") for f in (*FIELD_LABELS, "bdd_content")
             if msgspec.to_builtins(getattr(before, f)) != msgspec.to_builtins(getattr(after, f))]
+        changed_between[after.version] += [name for name, _, _ in _field_rows(before, after, labels)]
     return render(request, "cases/versions.html", active_nav="cases", case=case, versions=versions, a=a, b=b,
                   fields=fields, diff=diff, max_rows=MAX_DIFF_ROWS, changed=changed_between,
                   gherkin_changed=diff is not None and diff.changed)

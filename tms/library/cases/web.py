@@ -5,6 +5,7 @@ Every write goes through tms.library.cases.service, so codes, defaults and Gherk
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -19,6 +20,7 @@ from tms.http.paging import page_offset
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
+from tms.library.fields import service as field_service
 from tms.library.gherkin.html import error_lines, highlight
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
@@ -50,6 +52,7 @@ def _choice(value: str | None, allowed: tuple[str, ...]) -> str | None:
 
 
 PAGE_SIZES = (25, 50, 100, 200)
+_FIELD_KEY = re.compile(r"^[a-z0-9_]{1,50}$")
 SORT_COLUMNS = {"code": "Code", "title": "Title", "status": "Status", "automation_status": "Automation",
                 "priority": "Priority", "layer": "Layer", "updated_at": "Updated"}
 
@@ -112,12 +115,19 @@ def view_from_query(query_string: str) -> ListView:
         "order": "" if (sort == "created_at" and order == "desc") or (sort != "created_at" and order == "asc")
         else order, "limit": "" if limit == PAGE_SIZE else str(limit), "offset": offset or "",
     }
+    # custom fields: `cf.<key>=value` filters and the columns shown (`cols`, keys)
+    fields = {name[3:]: values[-1].strip()[:200] for name, values in parsed.items()
+              if name.startswith("cf.") and _FIELD_KEY.match(name[3:]) and values[-1].strip()}
+    fields = dict(sorted(fields.items())[:20])
+    params.update({f"cf.{key}": value for key, value in fields.items()})
+    cols = [c.strip() for value in parsed.get("cols", []) for c in value.split(",") if _FIELD_KEY.match(c.strip())]
+    params["cols"] = list(dict.fromkeys(cols))[:20]
     query = case_service.CaseQuery(
         project_id=params["project_id"] or None, status=params["status"] or None,
         priority=params["priority"] or None, automation_status=params["automation_status"] or None,
         layer=params["layer"] or None, q=params["q"] or None, tags=tuple(tags),
         section_id=params["section_id"] or None, include_subsections=params["sub"] == "1",
-        sort=sort, descending=order == "desc",
+        sort=sort, descending=order == "desc", fields=tuple((key, (value,)) for key, value in fields.items()),
     )
     return ListView(params, query, limit, offset)
 
@@ -189,8 +199,11 @@ async def list_cases(request: AnyRequest) -> Template:
     if tree_project is not None:
         sections, unfiled, in_project = await section_service.tree(db, tenant, tree_project.id)
     all_sections = await section_service.pickable(db, tenant, projects)
+    fields = [f for f in (await field_service.fields_of(db, tenant, tree_project.id if tree_project else None))
+              .values() if not f.retired]
+    columns = [f for f in fields if f.key in view.params["cols"]]
     total = pagination.total if pagination else 0
-    filtered = any(v for k, v in view.params.items() if k not in ("sort", "order", "limit", "offset"))
+    filtered = any(v for k, v in view.params.items() if k not in ("sort", "order", "limit", "offset", "cols"))
     return render(
         request, "cases/list.html", active_nav="cases", cases=cases, view=view, query=view.params,
         projects=projects, project_names={p.id: p.name for p in projects}, tree_project=tree_project,
@@ -200,7 +213,8 @@ async def list_cases(request: AnyRequest) -> Template:
         parent_options=section_options(all_sections, selected=view.query.section_id, grouped=False,
                                        only_project=tree_project.name if tree_project else ""),
         pager=page_numbers(total, view.limit, view.offset), pager_query=view.query_string,
-        filtered=filtered, page_sizes=PAGE_SIZES, sort_columns=SORT_COLUMNS, **CHOICES,
+        filtered=filtered, page_sizes=PAGE_SIZES, sort_columns=SORT_COLUMNS, list_fields=fields,
+        field_columns=columns, **CHOICES,
     )
 
 
@@ -250,9 +264,21 @@ def _humane_case_errors(errors: dict[str, str]) -> dict[str, str]:
     return errors
 
 
-async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, str], errors: dict[str, str],
+async def _form_fields(request: AnyRequest, form: dict[str, str], multi: dict[str, list[str]],
+                       data: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+    """Adds the `cf.<key>` inputs of the chosen project's active fields to ``data`` as ``custom_fields``;
+    returns the form as a re-rendered page shows it (a multiselect's ticks as a list)."""
+    fields = await field_service.fields_of(db_of(request), tenant_of(request), form.get("project_id") or None)
+    values, field_errors = field_service.values_from_form(fields, form, multi)
+    data["custom_fields"] = values
+    errors.update(field_errors)
+    return {**form, **field_service.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)})}
+
+
+async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, Any], errors: dict[str, str],
                      status_code: int = 200) -> Template:
     projects = await project_service.list_projects(db_of(request), tenant_of(request))
+    fields = await field_service.fields_of(db_of(request), tenant_of(request), form.get("project_id") or None)
     gherkin_errors: list[tuple[int | None, str]] = []
     if "bdd_content" in errors:
         gherkin_errors = error_lines(errors["bdd_content"])
@@ -261,11 +287,12 @@ async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, s
     pickable = await section_service.pickable(db_of(request), tenant_of(request), projects)
     return render(request, "cases/form.html", status_code=status_code, active_nav="cases", case=case,
                   form=form, errors=errors, projects=projects, pickable=pickable, gherkin_errors=gherkin_errors,
-                  bad_lines=bad_lines, preview=preview, **CHOICES)
+                  bad_lines=bad_lines, preview=preview, custom_fields=[f for f in fields.values() if not f.retired],
+                  **CHOICES)
 
 
-def _form_from_case(case: Any) -> dict[str, str]:
-    return {
+def _form_from_case(case: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    return {**field_service.form_values(fields, case.custom_fields),
         "title": case.title, "bdd_content": case.bdd_content, "project_id": case.project_id or "",
         "code": case.code, "status": case.status, "priority": case.priority, "layer": case.layer or "",
         "is_e2e": "on" if case.is_e2e else "", "automation_status": case.automation_status,
@@ -285,8 +312,9 @@ async def new_case_page(request: AnyRequest) -> Template:
 
 @post("/new", status_code=303)
 async def create_case(request: AnyRequest) -> Template | Redirect:
-    form, _ = await form_of(request)
+    form, multi = await form_of(request)
     data, errors = _case_data(form)
+    shown = await _form_fields(request, form, multi, data, errors)
     body, errors2 = convert(CaseCreate, data)
     errors = _humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
@@ -296,7 +324,7 @@ async def create_case(request: AnyRequest) -> Template | Redirect:
             errors = {exc.field or "title": exc.detail}
         else:
             return done(request, f"/cases/{case.code}", f"Test case {case.code} created.")
-    return await _form_page(request, form=form, errors=errors, status_code=400)
+    return await _form_page(request, form=shown, errors=errors, status_code=400)
 
 
 async def _case_or_404(request: AnyRequest, case_id: str) -> Any:
@@ -323,7 +351,11 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
     pickable = [g for g in await section_service.pickable(db, tenant, projects) if project and g[0] == project.name]
     section_path = await section_service.path_names(db, tenant, case.section_id)
     changes, _, _, _ = await audit.list_entries(db, tenant, entity_type="case", entity_id=case.id, limit=20)
-    return render(request, "cases/detail.html", active_nav="cases", case=case, project=project,
+    fields = await field_service.fields_of(db, tenant, case.project_id)
+    shown: list[tuple[Any, Any]] = [(f, case.custom_fields.get(f.key)) for f in fields.values()
+                                    if not f.retired or f.key in case.custom_fields]
+    shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
+    return render(request, "cases/detail.html", active_nav="cases", case=case, project=project, field_values=shown,
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
                   pickable=pickable, section_path=section_path, changes=changes, **CHOICES)
 
@@ -331,14 +363,16 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
 @get("/{case_id:str}/edit")
 async def edit_case_page(request: AnyRequest, case_id: str) -> Template:
     case = await _case_or_404(request, case_id)
-    return await _form_page(request, case=case, form=_form_from_case(case), errors={})
+    fields = await field_service.fields_of(db_of(request), tenant_of(request), case.project_id)
+    return await _form_page(request, case=case, form=_form_from_case(case, fields), errors={})
 
 
 @post("/{case_id:str}/edit", status_code=303)
 async def edit_case(request: AnyRequest, case_id: str) -> Template | Redirect:
     case = await _case_or_404(request, case_id)
-    form, _ = await form_of(request)
+    form, multi = await form_of(request)
     data, errors = _case_data(form)
+    shown = await _form_fields(request, form, multi, data, errors)
     data.setdefault("code", case.code)
     body, errors2 = convert(CaseUpdate, data)
     errors = _humane_case_errors({**errors2, **errors})
@@ -353,7 +387,7 @@ async def edit_case(request: AnyRequest, case_id: str) -> Template | Redirect:
             errors = {exc.field or "title": exc.detail}
         else:
             return done(request, f"/cases/{updated.code}", f"Test case {updated.code} saved.")
-    return await _form_page(request, case=case, form=form, errors=errors, status_code=400)
+    return await _form_page(request, case=case, form=shown, errors=errors, status_code=400)
 
 
 @post("/{case_id:str}/status", status_code=303)

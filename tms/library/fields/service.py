@@ -499,3 +499,37 @@ def draft_field(key: str, name: str, kind: str, options: list[str]) -> CustomFie
     """A field an import will create (TestRail's `custom_*` fields), not yet stored."""
     return CustomField(id="", project_id="", key=key, name=name, type=kind, entity="case", options=options,
                        required=False, default=None, position=0, retired=False, created_at="", updated_at="")
+
+
+def values_from_form(fields: Mapping[str, CustomField], form: Mapping[str, str],
+                     multi: Mapping[str, list[str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The case form's `cf.<key>` inputs of the active fields as ``custom_fields`` (an empty input is no
+    value, an unticked checkbox false), and the errors of inputs that cannot be read ({custom_fields.<key>: …})."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for field in fields.values():
+        if field.retired:
+            continue
+        name = f"cf.{field.key}"
+        if field.type == "checkbox":
+            values[field.key] = form.get(name) == "on"
+        elif field.type == "multiselect":
+            values[field.key] = [v for v in multi.get(name, []) if v]
+        else:
+            try:
+                values[field.key] = value_from_cell(field, form.get(name, ""))
+            except ValueError as exc:
+                errors[where(field.key)] = f"{field.name}: {exc}"
+    return values, errors
+
+
+def form_values(fields: Mapping[str, CustomField], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A case's values as the form shows them: text as typed, a multiselect as its list, a user as its id."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        field = fields.get(key)
+        if field is not None and field.type in ("multiselect", "checkbox"):
+            out[f"cf.{key}"] = value
+        else:
+            out[f"cf.{key}"] = cell_of(field, value, {})
+    return out

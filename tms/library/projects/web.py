@@ -10,6 +10,8 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
+from tms.library.fields import service as field_service
+from tms.library.fields.models import FIELD_TYPES
 from tms.library.projects import service as project_service
 from tms.library.projects.models import ProjectCreate, ProjectUpdate
 from tms.state import config_of, db_of
@@ -76,8 +78,18 @@ def _edit_form(project: Any) -> dict[str, str]:
 
 async def _edit_page(request: AnyRequest, project: Any, form: dict[str, str] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    return await settings_page(request, project, form=form, errors=errors, status_code=status_code)
+
+
+async def settings_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
+                        errors: dict[str, str] | None = None, status_code: int = 200,
+                        field_form: dict[str, Any] | None = None, field_errors: dict[str, str] | None = None,
+                        ) -> Template:
+    """The project's settings: details, custom fields (tms.library.fields.web posts them), archive, delete."""
+    fields = await field_service.list_fields(db_of(request), tenant_of(request), project.id)
     return render(request, "projects/edit.html", status_code=status_code, active_nav="projects", project=project,
-                  form=form or _edit_form(project), errors=errors or {})
+                  form=form or _edit_form(project), errors=errors or {}, fields=fields, field_types=FIELD_TYPES,
+                  field_form=field_form or {"type": "text"}, field_errors=field_errors or {})
 
 
 @get("/{project_id:str}/edit")
