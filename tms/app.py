@@ -45,6 +45,7 @@ from tms.library import web as web_library
 from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
 from tms.library.fields import api as fields_api
+from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
@@ -186,6 +187,7 @@ def _web_routers() -> list[Any]:
         web_home.router(),
         web_ai.router(),
         web_projects.router(),
+        web_fields.router(),
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),
