@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tms.failures.fingerprints import fingerprint, normalise, of_result, top_frames
+from tms.failures.fingerprints import EMPTY, fingerprint, normalise, of_manual, of_result, top_frames
 from tms.reporter.cucumber import parse_cucumber
 from tms.reporter.junit import parse_junit
 from tms.reporter.model import TestOutcome
@@ -115,8 +115,26 @@ def test_top_frames_of_each_language_skip_the_frameworks() -> None:
 def test_only_failed_and_broken_results_get_one() -> None:
     assert of_result("PASSED", "x", None) is None
     assert of_result("SKIPPED", "x", None) is None
-    assert of_result("FAILED", None, None) == of_result("BROKEN", "", "")  # "no error text" is one cluster
-    assert of_result("FAILED", "x", None) is not None
+    # no error text at all is EMPTY, whatever the whitespace or runner chatter (it never forms a cluster)
+    assert of_result("FAILED", None, None) == of_result("BROKEN", "", "") == of_result("FAILED", " \n", None) == EMPTY
+    assert of_result("FAILED", "--- FAIL: TestX (0.20s)", None) == EMPTY
+    assert of_result("FAILED", "x", None) not in (None, EMPTY)
+
+
+def test_a_manual_failure_is_named_by_its_failed_step_and_note() -> None:
+    step = "When I pay by card"
+    base = of_manual(step, "card form is blank", None)
+    assert base not in (EMPTY, fingerprint("card form is blank", None))  # never an error message's
+    # the step's note wins over the result's comment; without one the comment counts
+    assert of_manual(step, "card form is blank", "retried twice") == base
+    assert of_manual(step, None, "card form is blank") == base == of_manual(step, "  ", "card form is blank")
+    # numbers and quoted values go, as in messages; another step or another note is another failure
+    assert of_manual("When I pay 30 EUR by card", "order 'A-17' stuck", None) == \
+        of_manual("When I pay 45 EUR by card", "order 'B-99' stuck", None)
+    assert of_manual("Then I see a receipt", "card form is blank", None) != base
+    assert of_manual(step, "card form shows an error", None) != base
+    assert of_manual(step, None, None) not in (EMPTY, base)  # the failed step alone names it
+    assert of_manual(None, None, None) == of_manual(None, " ", "") == EMPTY
 
 
 def test_huge_inputs_are_bounded() -> None:

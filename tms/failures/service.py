@@ -113,29 +113,33 @@ async def _failed_step(db: Database | Transaction, tenant_id: str, manual: Manua
     return step or f"step {index} of {manual.case_id}", note if isinstance(note, str) else None
 
 
+async def stamp_one(db: Database | Transaction, tenant_id: str, stamper: Stamper, status: str,
+                    message: str | None, stack: str | None, bug_key: str | None, bug_url: str | None,
+                    *, manual: ManualFailure | None = None) -> tuple[str | None, str | None, str | None]:
+    """``stamper.stamp`` of one result written alone. ``manual`` (the result's source is manual: a tester
+    set it) fingerprints a failure by its failed step and note (``fingerprints.of_manual``), by its error
+    text when the tester wrote neither, and leaves it out of ``stamper.seen``: the first-seen and daily
+    tables (``new``, the top clusters) are about automated results. Known-issue patterns read the error
+    text, as for any result (a matcher matched ahead has matched exactly that)."""
+    if manual is None or status not in FAILING:
+        return stamper.stamp(status, message, stack, bug_key, bug_url)
+    step, note = await _failed_step(db, tenant_id, manual)
+    fingerprint = fingerprints.of_manual(step, note, manual.comment)
+    if fingerprint == fingerprints.EMPTY:
+        fingerprint = fingerprints.fingerprint(message, stack)
+    return stamper.stamp_as(fingerprint, message, stack, bug_key, bug_url, seen=False)
+
+
 async def restamp_one(tx: Transaction, tenant_id: str, project_id: str, run_id: str, status: str,
                       message: str | None, stack: str | None, bug_key: str | None, bug_url: str | None,
                       *, manual: ManualFailure | None = None) -> tuple[str | None, str | None, str | None]:
     """For a write of one result (PATCH of a result's status): (fingerprint, bug key, bug URL) to store,
-    with the first-seen and daily tables updated in the caller's transaction when it fails.
-
-    ``manual`` (a write by a tester: the execution view, a session's PATCH) fingerprints the failure by
-    its failed step and note (``fingerprints.of_manual``), falling back to the result's error text when
-    the tester wrote neither, and leaves it out of the first-seen and daily tables: ``new`` and the top
-    clusters are about automated results."""
+    with the first-seen and daily tables updated in the caller's transaction when it fails (never for a
+    ``manual`` one: see ``stamp_one``)."""
     stamper = await stamper_for(tx, tenant_id, project_id)
-    if manual is None or status not in FAILING:
-        stamp = stamper.stamp(status, message, stack, bug_key, bug_url)
-        await record(tx, tenant_id, project_id, run_id, now_iso(), stamper)
-        return stamp
-    step, note = await _failed_step(tx, tenant_id, manual)
-    fingerprint = fingerprints.of_manual(step, note, manual.comment)
-    if fingerprint == fingerprints.EMPTY and (message or stack):
-        return stamper.stamp_as(fingerprints.fingerprint(message, stack), message, stack, bug_key, bug_url,
-                                seen=False)
-    # known-issue patterns read what the tester wrote: the step, then the note
-    written = "\n".join(part for part in (step, note or manual.comment) if part) or None
-    return stamper.stamp_as(fingerprint, written, None, bug_key, bug_url, seen=False)
+    stamp = await stamp_one(tx, tenant_id, stamper, status, message, stack, bug_key, bug_url, manual=manual)
+    await record(tx, tenant_id, project_id, run_id, now_iso(), stamper)
+    return stamp
 
 
 # ---- reads ----------------------------------------------------------------------------------------
