@@ -173,11 +173,11 @@ KIND = ("CASE WHEN {t}.results_manual = 0 THEN 'automated' WHEN {t}.results_manu
 async def previous_run(db: Database, tenant_id: str, run: Row) -> Row | None:
     """The run created just before this one in the same project and environment, of the same kind."""
     return await db.fetch_one(
-        "SELECT t.id, t.project_id, t.environment FROM test_runs AS t, test_runs AS r WHERE r.id = ? "
-        "AND r.tenant_id = ? AND t.tenant_id = r.tenant_id AND t.project_id = r.project_id "
-        f"AND t.environment IS r.environment AND t.rowid < r.rowid AND {KIND.format(t='t')} = {KIND.format(t='r')} "
+        "SELECT t.id, t.project_id, t.environment FROM test_runs AS t WHERE t.tenant_id = ?1 AND t.project_id = ?2 "
+        "AND t.environment IS ?3 AND t.rowid < (SELECT r.rowid FROM test_runs AS r WHERE r.id = ?4) "
+        f"AND {KIND.format(t='t')} = (SELECT {KIND.format(t='r')} FROM test_runs AS r WHERE r.id = ?4) "
         "ORDER BY t.rowid DESC LIMIT 1",
-        (run["id"], tenant_id),
+        (tenant_id, run["project_id"], run["environment"], run["id"]),
     )
 
 
