@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test browser postgres oidc serve test test-sqlite test-postgres lint typecheck bench
+.PHONY: help install install-test browser postgres slapd oidc serve test test-sqlite test-postgres lint typecheck bench
 
 help:  ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -50,18 +50,26 @@ oidc:  ## install the OpenID provider the sign-in tests run on loopback (npm ci 
 	  echo "make: installing the OpenID provider for the tests (npm ci --prefix tests/oidc)..."; \
 	  npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; }
 
+slapd:  ## install Debian's OpenLDAP server (slapd) for the LDAP sign-in tests (tests/ldap_server.py starts it)
+	@command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || { \
+	  echo "make: installing Debian's slapd and ldap-utils for the LDAP tests (apt, ~30 s)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "make: installing slapd needs root or sudo (apt-get install slapd ldap-utils); the LDAP tests will be skipped"; exit 0; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slapd ldap-utils >/dev/null \
+	    && echo "make: slapd installed: /usr/sbin/slapd"; }
+
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-test: install browser postgres oidc  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
+test: install browser postgres slapd oidc  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
-test-sqlite: install browser oidc  ## the suite on SQLite only (two workers, a file per worker)
+test-sqlite: install browser slapd oidc  ## the suite on SQLite only (two workers, a file per worker)
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 
-test-postgres: install browser postgres oidc  ## the suite on a throwaway PostgreSQL cluster only
+test-postgres: install browser postgres slapd oidc  ## the suite on a throwaway PostgreSQL cluster only
 	TMS_TEST_DATABASE=postgres $(VENV)/bin/pytest -n 2 --dist loadfile
 
 lint: install  ## ruff, the import contracts (.importlinter), then the type checker (make typecheck alone runs only the latter)
