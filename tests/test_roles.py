@@ -92,6 +92,12 @@ UNSAFE_ROUTES = [
     ("POST", "/known-issues/{id}/delete", "tester"),
     ("POST", "/quarantine", "tester"),
     ("POST", "/quarantine/{id}/delete", "tester"),
+    # custom fields in the project's settings (issue 26): admins manage fields
+    ("POST", "/custom-fields", "admin"),
+    ("POST", "/custom-fields/{id}", "admin"),
+    ("POST", "/custom-fields/{id}/move", "admin"),
+    ("POST", "/custom-fields/{id}/retire", "admin"),
+    ("POST", "/custom-fields/{id}/restore", "admin"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
