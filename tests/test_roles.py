@@ -35,6 +35,9 @@ UNSAFE_ROUTES = [
     ("POST", "/ai/generate", "tester"),
     ("POST", "/ai/generations/{id}", "tester"),
     ("POST", "/settings/tokens", "admin"),
+    ("POST", "/settings/ldap", "admin"),
+    ("POST", "/settings/ldap/test", "admin"),
+    ("POST", "/settings/ldap/scim", "admin"),
     ("POST", "/settings/tokens/{id}/revoke", "admin"),
     ("POST", "/settings/webhooks", "admin"),
     ("POST", "/settings/webhooks/{id}", "admin"),
@@ -101,7 +104,7 @@ UNSAFE_ROUTES = [
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
-               "/settings/integrations/{id}", "/settings/sign-in"]
+               "/settings/integrations/{id}", "/settings/ldap", "/settings/sign-in"]
 # unsafe routes outside the role model, with the reason
 NOT_ROLE_CHECKED = {
     "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",
@@ -110,6 +113,10 @@ NOT_ROLE_CHECKED = {
     "/password-reset": "forgot password: anyone may ask, the answer is the same for every address",
     "/login/two-factor": "signing in: the second step of a session past its password",
     "/api/integrations/{integration_id:str}": "tracker webhooks, signed with the integration's secret",
+    "/auth/ldap": "signing in with LDAP",
+    **{f"/scim/v2{path}": "SCIM: a scim-scoped token, no session (tested in test_scim.py)" for path in (
+        "/Users", "/Users/.search", "/Users/{user_id:str}", "/Groups", "/Groups/.search", "/Groups/{group_id:str}",
+        "/.search", "/{rest:path}")},
 }
 
 
