@@ -251,3 +251,31 @@ def test_an_invited_member_is_adopted_and_the_owner_cannot_be_deprovisioned(tena
                                         "members": [{"value": owner["id"]}]})
     assert admins.status_code == 201
     assert member(tenant, owner["id"])["role"] == "owner"  # type: ignore[index]
+
+
+def test_the_group_mapping_is_set_on_the_directory_settings_page(tenant: Tenant) -> None:
+    scim = scim_client(tenant)
+    ada = new_user(scim, "ada-mapping@example.com")["id"]
+    web = tenant.web()
+    token = web.cookies.get("csrftoken", "")
+    page = web.get("/settings/ldap")
+    assert page.status_code == 200 and "tms-admins = admin" in page.text
+    refused = web.post("/settings/ldap/scim", data={"group_role_map": "QA = owner", "default_role": "viewer",
+                                                    "_csrf_token": token})
+    assert refused.status_code == 400 and "role must be one of admin, tester, viewer" in refused.text
+    saved = web.post("/settings/ldap/scim", data={"group_role_map": "QA Leads = admin\nQA = tester\n",
+                                                  "default_role": "viewer", "_csrf_token": token})
+    assert saved.status_code == 303, saved.text
+    qa = scim.post("/Groups", json={"schemas": [GROUP], "displayName": "qa", "members": [{"value": ada}]})
+    assert qa.status_code == 201
+    assert member(tenant, ada)["role"] == "tester"  # type: ignore[index]  # names compare without case
+    leads = scim.post("/Groups", json={"schemas": [GROUP], "displayName": "QA Leads", "members": [{"value": ada}]})
+    assert member(tenant, ada)["role"] == "admin"  # type: ignore[index]
+    assert scim.delete(f"/Groups/{leads.json()['id']}").status_code == 204
+    assert member(tenant, ada)["role"] == "tester"  # type: ignore[index]
+    old_default = scim.post("/Groups", json={"schemas": [GROUP], "displayName": "tms-admins",
+                                             "members": [{"value": ada}]})
+    assert old_default.status_code == 201
+    assert member(tenant, ada)["role"] == "tester"  # type: ignore[index]  # tms-admins no longer maps
+    entry = tenant.api.get("/api/v1/audit", params={"action": "scim.settings_updated"}).json()["data"][0]
+    assert entry["changes"]["group_role_map"][1] == {"QA Leads": "admin", "QA": "tester"}
