@@ -78,6 +78,7 @@ from tms.team import store as user_store
 from tms.team import web as web_team
 from tms.team.audit import service as audit
 from tms.team.audit import web as web_audit
+from tms.team.ldap import web as web_ldap
 from tms.team.me import api as me_api
 from tms.team.scim import api as scim_api
 from tms.team.signin import two_factor_web as web_two_factor
@@ -209,6 +210,8 @@ def _web_routers() -> list[Any]:
         web_milestones.router(),
         web_plans.router(),
         reports_web.router(),
+        *web_ldap.sign_in_routes(),
+        web_ldap.settings_router(),
     ]
 
 
