@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -12,6 +13,8 @@ from tms.library.cases.models import Pagination
 
 RunStatus = Literal["PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED"]
 RUN_STATUSES: tuple[str, ...] = ("PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED")
+
+RunKind = Literal["automated", "manual", "mixed"]
 
 CaseRef = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
@@ -42,6 +45,14 @@ class RunCounts(msgspec.Struct):
     failed: int
     broken: int
     skipped: int
+
+    @staticmethod
+    def of(run: Mapping[str, Any]) -> RunCompletedEvent:
+        """From a run row (``tms.runs.store.COLUMNS``): the one place this event's data is made."""
+        return RunCompletedEvent(
+            run_id=run["id"], run_name=run["name"], project_id=run["project_id"], environment=run["environment"],
+            total=run["results_total"], passed=run["results_passed"], failed=run["results_failed"],
+            broken=run["results_broken"], skipped=run["results_skipped"])
     unknown: int
 
 
@@ -58,6 +69,8 @@ class Run(msgspec.Struct):
     milestone_id: str | None = None
     plan_id: str | None = None  # read-only: set when a test plan created the run
     summary: str | None = None
+    # issue 24: "automated" (no result written by hand), "manual" (every one), "mixed"
+    kind: RunKind = "automated"
 
 
 class RunEnvelope(msgspec.Struct):
@@ -83,3 +96,39 @@ class RunCasesChange(msgspec.Struct):
 
 class RunCasesEnvelope(msgspec.Struct):
     data: RunCasesChange
+
+
+class ResultFailedEvent(msgspec.Struct, kw_only=True):
+    """``data`` of test_run_result.failed: exactly the contract's fields (made by ``tms.runs.writes``)."""
+
+    run_id: str
+    run_name: str
+    project_id: str
+    result_id: str
+    test_case_id: str | None
+    test_case_code: str | None
+    title: str | None
+    error_message: str | None
+    bug_ticket_key: str | None
+
+
+class RunCompletedEvent(msgspec.Struct, kw_only=True):
+    """``data`` of test_run.completed; the counts include unlinked results."""
+
+    run_id: str
+    run_name: str
+    project_id: str
+    environment: str | None
+    total: int
+    passed: int
+    failed: int
+    broken: int
+    skipped: int
+
+    @staticmethod
+    def of(run: Mapping[str, Any]) -> RunCompletedEvent:
+        """From a run row (``tms.runs.store.COLUMNS``): the one place this event's data is made."""
+        return RunCompletedEvent(
+            run_id=run["id"], run_name=run["name"], project_id=run["project_id"], environment=run["environment"],
+            total=run["results_total"], passed=run["results_passed"], failed=run["results_failed"],
+            broken=run["results_broken"], skipped=run["results_skipped"])

@@ -17,9 +17,8 @@ from tms.library.projects import store as project_store
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
 from tms.runs import store as run_store
-from tms.runs.models import RUN_STATUSES, Run, RunCounts, RunCreate, RunUpdate
-from tms.runs.results import store as result_store
-from tms.runs.results.rows import STATUS_INDEX, placeholder_row
+from tms.runs.models import RUN_STATUSES, Run, RunCompletedEvent, RunCounts, RunCreate, RunUpdate
+from tms.runs.results.rows import placeholder_row
 from tms.team.audit import service as audit
 
 _CODE = re.compile(CODE_PATTERN)
@@ -46,22 +45,13 @@ def run_from_row(row: Row) -> Run:
         milestone_id=row["milestone_id"],
         plan_id=row["plan_id"],
         summary=row.get("summary"),
+        kind=run_store.run_kind(row),
     )
 
 
 def completed_event(run: Row) -> dict[str, Any]:
     """``data`` of test_run.completed; the counts include unlinked results."""
-    return {
-        "run_id": run["id"],
-        "run_name": run["name"],
-        "project_id": run["project_id"],
-        "environment": run["environment"],
-        "total": run["results_total"],
-        "passed": run["results_passed"],
-        "failed": run["results_failed"],
-        "broken": run["results_broken"],
-        "skipped": run["results_skipped"],
-    }
+    return msgspec.structs.asdict(RunCompletedEvent.of(run))
 
 
 async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
@@ -111,6 +101,7 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
 
     The placeholders are not reported results, so the run stays PENDING until the first real one.
     """
+    from tms.runs import writes  # here: tms.failures imports this module, and writes imports tms.failures
     name = body.name.strip()
     if not name:
         raise InvalidInput("name must not be blank", field="name")
@@ -127,10 +118,9 @@ async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:
     async with db.transaction() as tx:
         await run_store.insert_run(
             tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id, name=name,
-            environment=body.environment, status="PENDING", created_at=now,
-            counts=(len(rows), 0, 0, 0, 0, len(rows)), milestone_id=body.milestone_id,
+            environment=body.environment, status="PENDING", created_at=now, milestone_id=body.milestone_id,
         )
-        await result_store.upsert_linked(tx, rows)
+        await writes.add_placeholders(tx, tenant_id, run_id, rows, now)
         await audit.record(tx, tenant_id, "run.created", "run", run_id,
                            {"name": name, "project_id": body.project_id, "environment": body.environment,
                             "cases": len(rows)})
@@ -233,6 +223,7 @@ async def add_cases_to_run(
     because a placeholder is not a reported result. Records one audit entry with the count.
     Returns the number of results added. Unknown cases are a 400; a completed run a 409.
     """
+    from tms.runs import writes  # here: tms.failures imports this module, and writes imports tms.failures
     await _open_run(tx, tenant_id, run_id)
     cases = resolved if resolved is not None else await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
     if not cases:
@@ -242,9 +233,8 @@ async def add_cases_to_run(
         placeholder_row(result_id, tenant_id, run_id, case, now)
         for result_id, case in zip(new_ids(len(cases)), cases.values(), strict=True)
     ]
-    added = await result_store.insert_placeholders(tx, run_id, rows)
+    added = await writes.add_placeholders(tx, tenant_id, run_id, rows, now)
     if added:
-        await run_store.shift_counts(tx, tenant_id, run_id, (added, 0, 0, 0, 0, added), now)
         await audit.record(tx, tenant_id, "run.cases_added", "run", run_id, {"added": added})
     return added
 
@@ -254,14 +244,10 @@ async def remove_cases_from_run(tx: Transaction, tenant_id: str, run_id: str, ca
 
     Their attachments are collected by the daily orphan sweep. Returns the number of results removed.
     """
+    from tms.runs import writes  # here: tms.failures imports this module, and writes imports tms.failures
     await _open_run(tx, tenant_id, run_id)
     cases = await resolve_case_refs(tx, tenant_id, case_ids, field="case_ids")
-    deleted = await result_store.delete_for_cases(tx, tenant_id, run_id, list(cases))
-    if not deleted:
-        return 0
-    deltas = [-len(deleted), 0, 0, 0, 0, 0]
-    for row in deleted:
-        deltas[STATUS_INDEX[row["status"]]] -= 1
-    await run_store.shift_counts(tx, tenant_id, run_id, tuple(deltas), now_iso())  # type: ignore[arg-type]
-    await audit.record(tx, tenant_id, "run.cases_removed", "run", run_id, {"removed": len(deleted)})
-    return len(deleted)
+    removed = await writes.remove_cases(tx, tenant_id, run_id, list(cases), now_iso())
+    if removed:
+        await audit.record(tx, tenant_id, "run.cases_removed", "run", run_id, {"removed": removed})
+    return removed

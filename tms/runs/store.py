@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from tms.db import Database, Row, Transaction
 from tms.db.paging import equality_filters, page_in_creation_order
+from tms.runs.models import RunKind
 
 COLUMNS = (
     "id, project_id, name, environment, status, created_at, updated_at, completed_at, results_total, "
-    "results_passed, results_failed, results_broken, results_skipped, results_unknown, milestone_id, plan_id, summary"
+    "results_passed, results_failed, results_broken, results_skipped, results_unknown, milestone_id, plan_id, summary, "
+    "results_manual"
 )
 COUNT_COLUMNS = ("results_total", "results_passed", "results_failed", "results_broken", "results_skipped",
-                 "results_unknown")
+                 "results_unknown", "results_manual")
+
+
+class RunCounts(NamedTuple):
+    """A run's stored counts (``test_runs.results_*``), or a change to them: every result by status, and
+    those whose source is manual (migration 0027; the run's kind is read from it). Made by
+    ``tms.runs.writes``; the API's shape is ``tms.runs.models.RunCounts``."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    broken: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    manual: int = 0
+
+
+NO_RESULTS = RunCounts()
+
+
+def run_kind(run: Row) -> RunKind:
+    """A run's kind (issue 24) from its stored counts: manual when every result is, automated when none."""
+    total, manual = run["results_total"], run["results_manual"]
+    if not manual:
+        return "automated"
+    return "manual" if manual >= total else "mixed"
 
 
 async def get_run(db: Database | Transaction, tenant_id: str, run_id: str) -> Row | None:
@@ -40,7 +67,7 @@ async def insert_run(
     environment: str | None,
     status: str,
     created_at: str,
-    counts: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0),
+    counts: RunCounts = NO_RESULTS,
     milestone_id: str | None = None,
     plan_id: str | None = None,
 ) -> None:
@@ -48,7 +75,7 @@ async def insert_run(
     await tx.execute(
         f"INSERT INTO test_runs (id, tenant_id, project_id, name, environment, status, created_at, updated_at, "
         f"completed_at, {', '.join(COUNT_COLUMNS)}, milestone_id, plan_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (run_id, tenant_id, project_id, name, environment, status, created_at, created_at, completed_at, *counts,
          milestone_id, plan_id),
     )
@@ -65,29 +92,22 @@ async def update_run(tx: Transaction, tenant_id: str, run_id: str, changes: dict
     )
 
 
-async def add_results(
-    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
-) -> None:
+_ADD = ", ".join(f"{column} = {column} + ?" for column in COUNT_COLUMNS)
+
+
+async def add_results(tx: Transaction, tenant_id: str, run_id: str, deltas: RunCounts, at: str) -> None:
     """Adds to the run's counts after a write of results; the first results move PENDING to IN_PROGRESS."""
     await tx.execute(
-        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
-        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
-        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ?, "
+        f"UPDATE test_runs SET {_ADD}, updated_at = ?, "
         "status = CASE status WHEN 'PENDING' THEN 'IN_PROGRESS' ELSE status END "
         "WHERE tenant_id = ? AND id = ?",
         (*deltas, at, tenant_id, run_id),
     )
 
 
-async def shift_counts(
-    tx: Transaction, tenant_id: str, run_id: str, deltas: tuple[int, int, int, int, int, int], at: str
-) -> None:
+async def shift_counts(tx: Transaction, tenant_id: str, run_id: str, deltas: RunCounts, at: str) -> None:
     """Adds to the run's counts without touching its status (cases added to or removed from a run)."""
     await tx.execute(
-        "UPDATE test_runs SET results_total = results_total + ?, results_passed = results_passed + ?, "
-        "results_failed = results_failed + ?, results_broken = results_broken + ?, "
-        "results_skipped = results_skipped + ?, results_unknown = results_unknown + ?, updated_at = ? "
-        "WHERE tenant_id = ? AND id = ?",
+        f"UPDATE test_runs SET {_ADD}, updated_at = ? WHERE tenant_id = ? AND id = ?",
         (*deltas, at, tenant_id, run_id),
     )
-

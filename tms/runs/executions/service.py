@@ -16,18 +16,17 @@ import msgspec
 from tms.attachments.service import attachments_by_result
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
-from tms.failures import service as failures
-from tms.failures.retest import service as retest
+from tms.failures.service import FAILING
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import count_steps
-from tms.notifications import events
 from tms.runs import store as run_store
+from tms.runs import writes
 from tms.runs.executions import store
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.results.models import Result
-from tms.runs.results.rows import STATUS_INDEX
 from tms.runs.results.service import result_from_row
+from tms.runs.writes import Source, StoredResult
 from tms.team import store as user_store
 from tms.team.audit import service as audit
 
@@ -96,20 +95,30 @@ async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | 
 
 
 async def update_result(
-    db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None
+    db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None,
+    source: Source = "manual",
 ) -> Saved:
-    """Applies the fields the body sets (last write wins). With ``loaded_updated_at`` (the version the
-    caller showed its user), a save over someone else's newer change still wins, and the answer says
-    whose change it replaced, so the first tester is told rather than silently overwritten."""
+    """Applies the fields the body sets (last write wins), written by ``tms.runs.writes.save_one``: a
+    change of status or steps makes the result's ``source`` this one (a person: manual).
+    With ``loaded_updated_at`` (the version the caller showed its user), a save over someone else's newer
+    change still wins, and the answer says whose change it replaced, so the first tester is told rather
+    than silently overwritten."""
     if body.assignee_id not in (msgspec.UNSET, None):
         await check_assignee(db, tenant_id, body.assignee_id)
+    before, _ = await _row(db, tenant_id, result_id)
     measured: tuple[str | None, int] | None = None
     if body.step_results not in (msgspec.UNSET, None):
         # the checklist's size before taking the write lock: parsing a long case (off the event loop)
         # must not hold every other writer
-        before, _ = await _row(db, tenant_id, result_id)
         text = await _case_text(db, tenant_id, before["test_case_id"])
         measured = (text, await count_steps(text))
+    # known-issue patterns matched before the write lock, in a worker thread, against the failure the
+    # save may stamp (a text changed meanwhile matches no pattern: the next save stamps it)
+    failing = body.status in FAILING and body.bug_ticket_key in (msgspec.UNSET, None)
+    run = await run_store.get_run(db, tenant_id, before["run_id"])
+    project_id = "" if run is None else run["project_id"]
+    matcher = await writes.matcher_ahead(db, tenant_id, project_id, [(before["error_message"], before["error_stack"])]
+                                         if failing else [])
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
@@ -138,54 +147,17 @@ async def update_result(
             attachments = await attachments_by_result(db, tenant_id, [result_id])
             return Saved(_shape(row, attachments[result_id]))
         now = now_iso()
-        actor = audit.current_actor()
-        if ("status" in changes or "step_results" in changes) and row["source"] != "manual":
-            changes["source"] = "manual"  # a person set the outcome (issue 24)
         changes["updated_at"] = now
         if linked:
-            changes["updated_by"] = actor.name
+            changes["updated_by"] = audit.current_actor().name
         new_status = changes.get("status")
         if new_status is not None and new_status != "UNKNOWN":
             changes["executed_at"] = now
-        if new_status is not None:
-            # a new status gets its fingerprint (FAILED/BROKEN) or loses it, and a matching known issue's bug
-            owner = await run_store.get_run(tx, tenant_id, row["run_id"])
-            assert owner is not None
-            key = changes.get("bug_ticket_key", row["bug_ticket_key"])
-            url = changes.get("bug_ticket_url", row["bug_ticket_url"])
-            fingerprint, stamped_key, stamped_url = await failures.restamp_one(
-                tx, tenant_id, owner["project_id"], row["run_id"], new_status, row["error_message"],
-                row["error_stack"], key, url)
-            changes["fingerprint"] = fingerprint
-            if stamped_key != key:
-                changes["bug_ticket_key"], changes["bug_ticket_url"] = stamped_key, stamped_url
-        await store.update_result(tx, tenant_id, result_id, linked, changes)
-        run = await run_store.get_run(tx, tenant_id, row["run_id"])
-        assert run is not None
-        if new_status is not None:
-            deltas = [0, 0, 0, 0, 0, 0]
-            deltas[STATUS_INDEX[row["status"]]] -= 1
-            deltas[STATUS_INDEX[new_status]] += 1
-            if new_status == "UNKNOWN":
-                await run_store.shift_counts(tx, tenant_id, run["id"], tuple(deltas), now)  # type: ignore[arg-type]
-            else:  # a real result: moves a PENDING run to IN_PROGRESS like any reported result
-                await run_store.add_results(tx, tenant_id, run["id"], tuple(deltas), now)  # type: ignore[arg-type]
-            if new_status == "FAILED":
-                await events.emit(tx, db, tenant_id, "test_run_result.failed", {
-                    "run_id": run["id"], "run_name": run["name"], "project_id": run["project_id"],
-                    "result_id": result_id, "test_case_id": row["test_case_id"],
-                    "test_case_code": row["test_case_code"], "title": row["title"],
-                    "error_message": row["error_message"],
-                    "bug_ticket_key": changes.get("bug_ticket_key", row["bug_ticket_key"]),
-                })
-            if linked and new_status != "UNKNOWN":
-                await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)
-        diff = {field: [row[field], value] for field, value in changes.items()
-                if field in _FIELDS}
+        diff = {field: [row[field], value] for field, value in changes.items() if field in _FIELDS}
         if "step_results" in changes:
             diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
-        await audit.record(tx, tenant_id, "result.updated", "result", result_id,
-                           {**diff, "run_id": [None, row["run_id"]]} if diff else {"run_id": [None, row["run_id"]]})
+        await writes.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,
+                              matcher=matcher, audit_changes=diff)
         fresh, _ = await _row(tx, tenant_id, result_id)
     attachments = await attachments_by_result(db, tenant_id, [result_id])
     return Saved(_shape(fresh, attachments[result_id]),
@@ -218,7 +190,7 @@ async def assign_results(db: Database, tenant_id: str, run_id: str, result_ids: 
         if found != len(ids):
             raise InvalidInput(f"result_ids: {len(ids) - found} of {len(ids)} are not results of this run "
                                "linked to a test case", field="result_ids")
-        changed = await store.assign(tx, tenant_id, run_id, ids, assignee_id, now_iso())
+        changed = await writes.assign(tx, tenant_id, run_id, ids, assignee_id, now_iso())
         await audit.record(tx, tenant_id, "run.results_assigned", "run", run_id,
                            {"assigned": changed, "assignee_id": assignee_id})
     return changed

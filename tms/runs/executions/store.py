@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tms.db import Database, Row, Transaction
 
@@ -15,11 +14,6 @@ _LINKED = (
 _UNLINKED = _LINKED.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code").replace(
     "assignee_id, step_results, updated_by, case_version",
     "NULL AS assignee_id, NULL AS step_results, NULL AS updated_by, NULL AS case_version")
-UPDATABLE = {"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
-             "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source"}
-UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
-
-
 async def get_result(db: Database | Transaction, tenant_id: str, result_id: str) -> tuple[Row, bool] | None:
     """(row, linked) of a linked or unlinked result of the tenant."""
     row = await db.fetch_one(f"SELECT {_LINKED} FROM test_results WHERE id = ? AND tenant_id = ?",
@@ -29,27 +23,6 @@ async def get_result(db: Database | Transaction, tenant_id: str, result_id: str)
     row = await db.fetch_one(f"SELECT {_UNLINKED} FROM unlinked_test_results WHERE id = ? AND tenant_id = ?",
                              (result_id, tenant_id))
     return (row, False) if row is not None else None
-
-
-async def update_result(tx: Transaction, tenant_id: str, result_id: str, linked: bool,
-                        changes: dict[str, Any]) -> None:
-    allowed = UPDATABLE if linked else UNLINKED_UPDATABLE
-    if set(changes) - allowed:
-        raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
-    table = "test_results" if linked else "unlinked_test_results"
-    assignments = ", ".join(f"{column} = ?" for column in changes)
-    await tx.execute(f"UPDATE {table} SET {assignments} WHERE id = ? AND tenant_id = ?",
-                     (*changes.values(), result_id, tenant_id))
-
-
-async def assign(tx: Transaction, tenant_id: str, run_id: str, result_ids: list[str], assignee_id: str | None,
-                 at: str) -> int:
-    """One UPDATE for the whole selection; ids not of this run are ignored. Returns the rows changed."""
-    return await tx.execute(
-        "UPDATE test_results SET assignee_id = ?, updated_at = ? WHERE run_id = ? AND tenant_id = ? "
-        "AND id IN (SELECT value FROM json_each(?))",
-        (assignee_id, at, run_id, tenant_id, json.dumps(result_ids)),
-    )
 
 
 async def count_in_run(db: Database | Transaction, tenant_id: str, run_id: str, result_ids: list[str]) -> int:

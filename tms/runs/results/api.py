@@ -35,7 +35,8 @@ _encoder = msgspec.json.Encoder()
     "streamed answer, `pagination.total` = `offset` + the rows in `data`, `pagination.limit` = the rows in "
     "`data`. With `limit` (clamped to 5,000) one page, `pagination.total` counting every result of the run. "
     "`assignee_id` and `status` filter it (an assignee lists linked results only).",
-    responses={200: ResponseSpec(ResultList, description="The run's results (all of them without `limit`).")},
+    responses={200: ResponseSpec(ResultList, description="The run's results (all of them without `limit`).",
+                                 generate_examples=False)},  # random: step_results (Raw) encodes as nothing
 )
 async def list_results(
     request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None,

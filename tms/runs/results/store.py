@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec.structs import astuple
@@ -13,7 +13,16 @@ from msgspec.structs import astuple
 from tms.db import Database, Row, Transaction
 from tms.db.paging import page_sql
 
-_triples = msgspec.json.Decoder(list[tuple[str, str, str]])
+
+class Current(NamedTuple):
+    """A run's stored result of one case, as a write of results needs it."""
+
+    id: str
+    status: str
+    source: str
+
+
+_currents = msgspec.json.Decoder(list[tuple[str, str, str, str]])
 
 
 class LinkedRow(msgspec.Struct, gc=False):
@@ -164,19 +173,20 @@ async def shift_unlinked_counts(tx: Transaction, by_project: Mapping[tuple[str, 
     )
 
 
-async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -> dict[str, tuple[str, str]]:
-    """test_case_id -> (result id, status) of the run's existing rows for these cases.
+async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -> dict[str, Current]:
+    """test_case_id -> (result id, status, source) of the run's existing rows for these cases.
 
-    Fetched as one JSON array built by SQLite (see store.cases._resolve): no Python row per result.
+    Fetched as one JSON array built by the database (see store.cases._resolve): no Python row per result.
     """
     if not case_ids:
         return {}
     packed = await tx.fetch_value(
-        "SELECT json_group_array(json_array(test_case_id, id, status)) FROM test_results WHERE run_id = ? "
+        "SELECT json_group_array(json_array(test_case_id, id, status, source)) FROM test_results WHERE run_id = ? "
         "AND test_case_id IN (SELECT value FROM json_each(?))",
         (run_id, json.dumps(case_ids)),
     )
-    return {case_id: (result_id, status) for case_id, result_id, status in _triples.decode(packed or "[]")}
+    return {case_id: Current(result_id, status, source)
+            for case_id, result_id, status, source in _currents.decode(packed or "[]")}
 
 
 # A run's rows, read off the run indexes alone. test_results' (run_id, test_case_id) index has no
@@ -350,8 +360,11 @@ async def tenants_with_unlinked_results(db: Database) -> list[str]:
     return [row["tenant_id"] for row in rows]
 
 
+# placeholders get their case's version too, as every row of test_results (see _UPSERT)
 _INSERT_PLACEHOLDER = (
-    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}) VALUES ({', '.join('?' * len(LINKED_COLUMNS))}) "
+    f"INSERT INTO test_results ({', '.join(LINKED_COLUMNS)}, case_version) "
+    f"VALUES ({', '.join(f'?{i}' for i in range(1, len(LINKED_COLUMNS) + 1))}, "
+    f"(SELECT version FROM test_cases WHERE id = {_CASE_PARAM})) "
     "ON CONFLICT (run_id, test_case_id) DO NOTHING"
 )
 
@@ -370,12 +383,50 @@ async def insert_placeholders(tx: Transaction, run_id: str, rows: list[LinkedRow
     return len(rows) - int(held)
 
 
-async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Row]:
-    """Deletes the run's rows of these cases; returns (id, status) of each deleted row."""
+async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str]) -> list[Current]:
+    """Deletes the run's rows of these cases; returns (id, status, source) of each deleted row."""
     if not case_ids:
         return []
-    return await tx.fetch_all(
+    rows = await tx.fetch_all(
         "DELETE FROM test_results WHERE run_id = ? AND tenant_id = ? "
-        "AND test_case_id IN (SELECT value FROM json_each(?)) RETURNING id, status",
+        "AND test_case_id IN (SELECT value FROM json_each(?)) RETURNING id, status, source",
         (run_id, tenant_id, json.dumps(case_ids)),
     )
+    return [Current(row["id"], row["status"], row["source"]) for row in rows]
+
+
+# One result changed by hand (tms.runs.writes.save_one): the columns a manual save may set
+UPDATABLE = frozenset({"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
+                       "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source"})
+UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
+
+
+async def update_one(tx: Transaction, tenant_id: str, result_id: str, linked: bool, changes: Mapping[str, Any]) -> None:
+    allowed = UPDATABLE if linked else UNLINKED_UPDATABLE
+    if set(changes) - allowed:
+        raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
+    table = "test_results" if linked else "unlinked_test_results"
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    await tx.execute(f"UPDATE {table} SET {assignments} WHERE id = ? AND tenant_id = ?",
+                     (*changes.values(), result_id, tenant_id))
+
+
+async def assign(tx: Transaction, tenant_id: str, run_id: str, result_ids: list[str], assignee_id: str | None,
+                 at: str) -> int:
+    """One UPDATE for the whole selection; ids not of this run are ignored. Returns the rows changed."""
+    return await tx.execute(
+        "UPDATE test_results SET assignee_id = ?, updated_at = ? WHERE run_id = ? AND tenant_id = ? "
+        "AND id IN (SELECT value FROM json_each(?))",
+        (assignee_id, at, run_id, tenant_id, json.dumps(result_ids)),
+    )
+
+
+async def delete_of_run(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
+    """Deletes these results of a run being removed whole (the retention sweep), linked and unlinked."""
+    marks = ",".join("?" * len(result_ids))
+    await tx.execute(f"DELETE FROM test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
+    gone = await tx.fetch_all(
+        f"DELETE FROM unlinked_test_results WHERE run_id = ? AND id IN ({marks}) RETURNING tenant_id, project_id",
+        (run_id, *result_ids),
+    )
+    await shift_unlinked_counts(tx, Counter((row["tenant_id"], row["project_id"]) for row in gone), sign=-1)

@@ -14,6 +14,7 @@ from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
 from tms.ids import iso_days_ago, now_iso
+from tms.runs import writes
 from tms.runs.ingest import idempotency as idempotency_store
 from tms.runs.results import store as result_store
 from tms.runs.retention import store as run_retention_store
@@ -39,7 +40,7 @@ async def sweep_tenant(db: Database, tenant_id: str, days: int) -> int:
     before, deleted = cutoff(days), 0
     while True:
         async with db.transaction() as tx:
-            count = await result_store.delete_unlinked_before(tx, tenant_id, before, BATCH)
+            count = await writes.sweep_unlinked(tx, tenant_id, before, BATCH)
             if count < BATCH and deleted + count:  # the last batch: one entry with the total
                 await audit.record(tx, tenant_id, "retention.swept", "tenant", tenant_id,
                                    {"deleted": deleted + count})
@@ -89,7 +90,7 @@ async def _remove_run(db: Database, config: Config, tenant_id: str, run_id: str)
                 await run_retention_store.delete_run(tx, tenant_id, run_id)
                 return
             await delete_attachments_in(tx, tenant_id, result_ids, config.attachments_dir)
-            await run_retention_store.delete_results(tx, run_id, result_ids)
+            await writes.delete_of_run(tx, run_id, result_ids)
 
 
 async def sweep_daily(db: Database, config: Config, first_delay: float = 300, period: float = 24 * 3600) -> None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from tms.db import Database, Row, Transaction
-from tms.runs.results.store import shift_unlinked_counts
 
 
 async def runs_created_before(db: Database, before: str, limit: int) -> list[Row]:
@@ -22,16 +19,6 @@ async def result_ids_chunk(tx: Transaction, run_id: str, limit: int) -> list[str
         (run_id, limit, run_id, limit),
     )
     return [row["id"] for row in rows]
-
-
-async def delete_results(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
-    marks = ",".join("?" * len(result_ids))
-    await tx.execute(f"DELETE FROM test_results WHERE run_id = ? AND id IN ({marks})", (run_id, *result_ids))
-    gone = await tx.fetch_all(
-        f"DELETE FROM unlinked_test_results WHERE run_id = ? AND id IN ({marks}) RETURNING tenant_id, project_id",
-        (run_id, *result_ids),
-    )
-    await shift_unlinked_counts(tx, Counter((row["tenant_id"], row["project_id"]) for row in gone), sign=-1)
 
 
 async def delete_run(tx: Transaction, tenant_id: str, run_id: str) -> None:
