@@ -59,6 +59,12 @@ def _build_parser() -> argparse.ArgumentParser:
     backup = admin_commands.add_parser("backup", help="write a consistent copy of the SQLite database (safe while "
                                        "serve runs)")
     backup.add_argument("file", metavar="FILE", help="where to write the copy (replaced if it exists)")
+    attachments = admin_commands.add_parser("attachments", help="attachment storage: migrate between the local "
+                                            "folder and object storage (S3)")
+    attachments_commands = attachments.add_subparsers(dest="attachments_command", required=True, metavar="COMMAND")
+    migrate = attachments_commands.add_parser("migrate", help="copy every attachment object to the other store and "
+                                              "verify it; resumable; names the setting to switch once all are copied")
+    migrate.add_argument("--to", required=True, choices=("s3", "local"), dest="target")
 
     from tms.reporter.cli import add_ingest_arguments
 
@@ -146,6 +152,12 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     # loop makes each finished query wait for the GIL; a shorter interval hands it over sooner.
     sys.setswitchinterval(0.0005)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from tms.attachments.service import store_problem
+
+    problem = store_problem(config)  # wrong S3 credentials: one line naming the setting, before anything starts
+    if problem:
+        print(f"tms: config error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     # replicas on PostgreSQL share the data dir (attachments) on purpose; on SQLite one process owns it
     instance_lock = True if config.database_url else _lock_data_dir(config)
     if instance_lock is None:
@@ -227,6 +239,12 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             return _backup(config, args.file)
         elif args.admin_command == "unlock-user":
             print(_run_with_db(config, lambda db: _unlock_user(db, args.email)))
+        elif args.admin_command == "attachments":
+            from tms.attachments.migrate import run as migrate_attachments
+
+            code, message = asyncio.run(_with_db(config, lambda db: migrate_attachments(db, config, args.target)))
+            print(message)
+            return int(code)
     except DomainError as exc:
         print(f"tms: {exc.detail}", file=sys.stderr)
         return 1
@@ -256,6 +274,13 @@ def _backup(config: Config, file: str) -> int:
         return 1
     print(f"backed up {config.db_path} to {file} ({size} bytes)")
     return 0
+
+
+async def _with_db(config: Config, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    from tms.db import opened
+
+    async with opened(config) as db:
+        return await action(db)
 
 
 def _run_with_db(config: Config, action: Callable[[Any], Awaitable[str]]) -> str:
