@@ -7,6 +7,7 @@ one ``bug.resolved`` per linked case, each linked case flagged for retest, and o
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -14,17 +15,34 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
+import msgspec
+
+from tms.config import Config
 from tms.db import Database, Row, Transaction
-from tms.errors import DomainError, InvalidInput, NotFound
+from tms.errors import Conflict, DomainError, InvalidInput, NotFound
 from tms.failures.known_issues import service as known_issues
 from tms.failures.retest import service as retest
 from tms.failures.retest import store as retest_store
 from tms.ids import iso_days_ago, new_id, now_iso
-from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, trackers
+from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, outbound, trackers
 from tms.integrations import store as integration_store
+from tms.integrations.models import Defect, DefectCreate, DefectDraft, Integration, IntegrationCreate, IntegrationUpdate
+from tms.integrations.outbound import Target, TrackerError
+from tms.library.cases import service as cases
+from tms.library.cases.models import Case
+from tms.library.gherkin import service as gherkin
 from tms.notifications.events import emit_many
+from tms.notifications.safety import literal_address_problem, url_problem
+from tms.runs import service as runs
+from tms.runs.executions import service as executions
+from tms.runs.executions.models import ResultPatch
+from tms.runs.models import Run
+from tms.runs.results.models import Result
 from tms.team.audit import service as audit
+from tms.team.signin import secret_box
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +122,11 @@ def _clean_repository(kind: str, repository: str | None) -> str | None:
 
 
 async def create_integration(
-    db: Database, tenant_id: str, kind: str, name: str, repository: str | None = None
+    db: Database, tenant_id: str, kind: str, name: str, repository: str | None = None, *,
+    config: Config | None = None, outbound: Mapping[str, str | None] | None = None,
 ) -> Created:
+    """``outbound``: the tracker API settings (``api_url``, ``api_token``, ``api_user``,
+    ``project_path``, ``project_key``); a token needs ``config`` (its key encrypts it)."""
     kind = (kind or "").strip().upper()
     if kind not in KINDS:
         raise InvalidInput(f"kind must be one of {', '.join(KINDS)}", field="kind")
@@ -115,17 +136,18 @@ async def create_integration(
     if len(name) > 200:
         raise InvalidInput("name is at most 200 characters", field="name")
     clean_repository = _clean_repository(kind, repository)
+    columns = _clean_outbound(kind, config, outbound or {})
     # URL-safe: the same secret goes into a Jira ?secret= URL when that Jira cannot sign
     secret = secrets.token_urlsafe(32)
     integration_id = new_id()
     async with db.transaction() as tx:
         await integration_store.insert_integration(
             tx, integration_id=integration_id, tenant_id=tenant_id, kind=kind, name=name,
-            repository=clean_repository, secret=secret, created_at=now_iso(),
+            repository=clean_repository, secret=secret, created_at=now_iso(), outbound=columns,
         )
         row = await integration_store.get_integration(tx, tenant_id, integration_id)
         await audit.record(tx, tenant_id, "integration.created", "integration", integration_id,
-                           {"kind": kind, "name": name, "repository": clean_repository})
+                           {"kind": kind, "name": name, "repository": clean_repository, **_audited(columns)})
     assert row is not None
     return Created(row, secret)
 
@@ -240,3 +262,429 @@ async def receive(
         return Receipt(200, "ping", event.detail)
     detail = f"{event.detail}; {cases} linked case(s), {newly} newly flagged for retest"
     return Receipt(200, "resolved", detail, event.bug_key, cases, newly)
+
+
+# --- outbound settings (issue 27): the tracker's API, its token encrypted at rest -----------------
+
+TOKEN_PURPOSE = "tracker-api-token"  # noqa: S105 - the key derivation's label, not a secret
+GITHUB_API = "https://api.github.com"
+OUTBOUND_FIELDS = ("api_url", "api_token", "api_user", "project_path", "project_key")
+# which settings each tracker takes besides the URL and the token
+_KIND_FIELDS = {"GITHUB": ("repository",), "GITLAB": ("project_path",), "JIRA": ("api_user", "project_key")}
+_PROJECT_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+
+
+def _blank(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+def _clean_api_url(config: Config | None, value: str | None) -> str | None:
+    url = _blank(value)
+    if url is None:
+        return None
+    url = url.rstrip("/")
+    https_only = config.production if config is not None else False
+    problem = url_problem(url, https_only=https_only)
+    if problem is None and urlsplit(url).username is not None:
+        problem = "url must not hold credentials: give the token in api_token"
+    if problem is None and not (config is not None and config.get("webhooks.allow_private_targets")):
+        refused = literal_address_problem(url)
+        if refused:
+            problem = f"url refused: {refused} (webhooks.allow_private_targets is false)"
+    if problem:
+        raise InvalidInput(problem.replace("url ", "api_url ", 1), field="api_url")
+    return url
+
+
+def _clean_outbound(kind: str, config: Config | None, values: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The columns for the outbound settings ``values`` holds (absent keys stay as they are)."""
+    columns: dict[str, str | None] = {}
+    for field in ("api_user", "project_path", "project_key"):
+        if field in values and _blank(values[field]) is not None and field not in _KIND_FIELDS[kind]:
+            raise InvalidInput(f"{field} does not apply to {KIND_LABELS[kind]}; leave it empty", field=field)
+    if "api_url" in values:
+        columns["api_url"] = _clean_api_url(config, values["api_url"])
+    if "api_user" in values:
+        user = _blank(values["api_user"])
+        if user is not None and (len(user) > 254 or not _EMAIL.match(user)):
+            raise InvalidInput("api_user is the Jira account's email address", field="api_user")
+        columns["api_user"] = user
+    if "project_path" in values:
+        path = _blank(values["project_path"])
+        if path is not None:
+            path = path.strip("/")
+            if len(path) > 200 or not (path.isdigit() or _REPOSITORY.match(path)):
+                raise InvalidInput("project_path is group/project (or the project's numeric id)", field="project_path")
+        columns["project_path"] = path
+    if "project_key" in values:
+        key = _blank(values["project_key"])
+        if key is not None:
+            key = key.upper()
+            if not _PROJECT_KEY.match(key):
+                raise InvalidInput("project_key is the Jira project's key, e.g. SHOP", field="project_key")
+        columns["project_key"] = key
+    if "api_token" in values:
+        token = _blank(values["api_token"])
+        if token is not None and any(ord(char) < 33 or ord(char) == 127 for char in token):
+            raise InvalidInput("api_token must not contain spaces or control characters", field="api_token")
+        if token is not None and config is None:
+            raise InvalidInput("api_token needs the server's key to be stored", field="api_token")
+        columns["api_token_encrypted"] = (None if token is None or config is None
+                                          else secret_box.encrypt(config, TOKEN_PURPOSE, token))
+    if kind == "GITHUB" and columns.get("api_token_encrypted") and not columns.get("api_url") and "api_url" in values:
+        columns["api_url"] = GITHUB_API  # github.com unless an Enterprise URL is given
+    return columns
+
+
+def _audited(columns: Mapping[str, str | None]) -> dict[str, Any]:
+    """Settings for the audit log: the token as "set"/"cleared", never its value."""
+    shown: dict[str, Any] = {key: value for key, value in columns.items() if key != "api_token_encrypted"}
+    if "api_token_encrypted" in columns:
+        shown["api_token"] = "set" if columns["api_token_encrypted"] else "cleared"
+    return shown
+
+
+def outbound_ready(row: Mapping[str, Any]) -> bool:
+    """Whether the integration can call its tracker: URL, token and the tracker's project."""
+    if not row.get("api_url") or not row.get("api_token_set"):
+        return False
+    kind = row["kind"]
+    if kind == "GITHUB":
+        return bool(row.get("repository"))
+    if kind == "GITLAB":
+        return bool(row.get("project_path") or row.get("repository"))
+    return bool(row.get("project_key"))
+
+
+def _missing_outbound(row: Mapping[str, Any]) -> str:
+    needs = {"GITHUB": "repository", "GITLAB": "project_path", "JIRA": "project_key"}[row["kind"]]
+    return (f"integration {row['name']!r} cannot create issues: set its api_url, api_token and {needs} "
+            "(Settings → Integrations)")
+
+
+def to_api(row: Mapping[str, Any], base_url: str, secret: str | None = None) -> Integration:
+    return Integration(
+        id=row["id"], kind=row["kind"], name=row["name"], repository=row["repository"], api_url=row["api_url"],
+        api_user=row["api_user"], project_path=row["project_path"], project_key=row["project_key"],
+        api_token_set=bool(row["api_token_set"]), outbound=outbound_ready(row),
+        inbound_url=inbound_url(base_url, row["id"]), created_at=row["created_at"], updated_at=row["updated_at"],
+        last_delivery_at=row["last_delivery_at"], secret=secret,
+    )
+
+
+def _set_fields(body: msgspec.Struct, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(body, name) for name in names if getattr(body, name) is not msgspec.UNSET}
+
+
+async def create_from_api(db: Database, config: Config, tenant_id: str, body: IntegrationCreate) -> Integration:
+    created = await create_integration(db, tenant_id, body.kind, body.name, body.repository, config=config,
+                                       outbound=_set_fields(body, OUTBOUND_FIELDS))
+    return to_api(created.integration, config.base_url, created.secret)
+
+
+async def update_integration(
+    db: Database, config: Config, tenant_id: str, integration_id: str, changes: Mapping[str, Any]
+) -> Row:
+    """``changes``: any of name, repository and the outbound fields; ``None`` clears one (a blank token
+    from a form is left out by the caller: blank there means "keep")."""
+    row = await get_integration(db, tenant_id, integration_id)
+    kind = row["kind"]
+    columns = _clean_outbound(kind, config, {k: v for k, v in changes.items() if k in OUTBOUND_FIELDS})
+    if "name" in changes:
+        name = (changes["name"] or "").strip()
+        if not name:
+            raise InvalidInput("name must not be blank", field="name")
+        columns["name"] = name[:200]
+    if "repository" in changes:
+        columns["repository"] = _clean_repository(kind, changes["repository"])
+    if not columns:
+        return row
+    async with db.transaction() as tx:
+        if not await integration_store.update_settings(tx, tenant_id, integration_id, columns, now_iso()):
+            raise NotFound(f"integration {integration_id} not found")
+        fresh = await integration_store.get_integration(tx, tenant_id, integration_id)
+        await audit.record(tx, tenant_id, "integration.updated", "integration", integration_id, _audited(columns))
+    assert fresh is not None
+    return fresh
+
+
+async def update_from_api(
+    db: Database, config: Config, tenant_id: str, integration_id: str, body: IntegrationUpdate
+) -> Integration:
+    row = await update_integration(db, config, tenant_id, integration_id,
+                                   _set_fields(body, ("name", "repository", *OUTBOUND_FIELDS)))
+    return to_api(row, config.base_url)
+
+
+def _target(config: Config, row: Mapping[str, Any]) -> Target:
+    try:
+        token = secret_box.decrypt(config, TOKEN_PURPOSE, row["api_token_encrypted"])
+    except secret_box.SecretUnreadable as exc:
+        raise TrackerFailed(f"the API token of integration {row['name']!r} cannot be read with this server's "
+                            "key (auth.secret_key changed?): enter it again in Settings → Integrations") from exc
+    return Target(kind=row["kind"], api_url=row["api_url"], token=token, api_user=row["api_user"],
+                  repository=row["repository"], project_path=row["project_path"] or row["repository"],
+                  project_key=row["project_key"])
+
+
+def _allow_private(config: Config) -> bool:
+    return bool(config.get("webhooks.allow_private_targets"))
+
+
+def _timeout(config: Config) -> float:
+    return float(config.get("webhooks.timeout_seconds"))
+
+
+# --- create a defect from a failed result ---------------------------------------------------------
+
+FAILING_STATUSES = ("FAILED", "BROKEN")
+# a claim older than this is a crashed creation's leftover (the tracker call itself times out long before)
+CLAIM_STALE_SECONDS = 300
+_MAX_STACK = 8_000
+_MAX_BODY = 60_000  # GitHub refuses bodies over 65,536 characters
+
+
+class TrackerFailed(DomainError):
+    """The tracker refused the call or did not answer: nothing was linked; the same request may be retried."""
+
+    status_code = 502
+    title = "Bad Gateway"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What a defect is about: the result, its run, its case (when it has one) and the failed step."""
+
+    result: Result
+    run: Run
+    case: Case | None
+    failed_step: str | None
+
+
+async def _failure(db: Database, tenant_id: str, result_id: str) -> Failure:
+    result = await executions.get_result(db, tenant_id, result_id)
+    row, _ = await executions.get_result_row(db, tenant_id, result_id)
+    run = await runs.get_run(db, tenant_id, row["run_id"])
+    case: Case | None = None
+    if result.test_case_id:
+        try:
+            case = await cases.get_case(db, tenant_id, result.test_case_id)
+        except NotFound:
+            case = None
+    return Failure(result, run, case, _failed_step(result, case))
+
+
+def _failed_step(result: Result, case: Case | None) -> str | None:
+    """'3. When I pay — the note' for the first failed or broken step, when steps were marked."""
+    if result.step_results is None:
+        return None
+    try:
+        steps = msgspec.json.decode(result.step_results)
+    except msgspec.DecodeError:
+        return None
+    failed = next((s for s in steps if isinstance(s, dict) and s.get("status") in FAILING_STATUSES), None)
+    if failed is None or not isinstance(failed.get("index"), int):
+        return None
+    index: int = failed["index"]
+    text = ""
+    if case is not None:
+        page = gherkin.checklist_page(case.bdd_content, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
+        for group in page.groups:
+            for step in group.steps:
+                if step.index == index:
+                    text = f"{step.keyword.strip()} {step.text}"
+    note = f" — {failed['comment']}" if failed.get("comment") else ""
+    return f"{index}. {text or '(step)'}{note}"
+
+
+def _fenced(text: str) -> str:
+    fence = "````" if "```" in text else "```"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def draft(failure: Failure, base_url: str) -> DefectDraft:
+    """The issue "Create issue" proposes: a title, and a body (Markdown that reads as plain text in Jira)."""
+    result, run, case = failure.result, failure.run, failure.case
+    what = case.title if case is not None else (result.title or "(unnamed test)")
+    code = case.code if case is not None else result.test_case_code
+    environment = run.environment or "no environment"
+    verb = "is broken" if result.status == "BROKEN" else "fails"
+    title = f"{code + ' ' if code else ''}{what} {verb} ({environment})"
+    base = base_url.rstrip("/")
+    link = f"{base}/results/{result.id}/execute" if result.test_case_id else f"{base}/runs/{run.id}"
+    lines = [f"Test case: {code + ' — ' if code else ''}{what}" + (f" ({base}/cases/{code})" if case else ""),
+             f"Run: {run.name} — {base}/runs/{run.id}", f"Environment: {environment}",
+             f"Status: {result.status}" + (f" at {result.executed_at}" if result.executed_at else ""),
+             f"Result: {link}", ""]
+    if failure.failed_step:
+        lines += [f"Failed step: {failure.failed_step}", ""]
+    if result.error_message:
+        lines += ["Error:", _fenced(result.error_message[:4_000]), ""]
+    if result.error_stack:
+        stack = result.error_stack[:_MAX_STACK] + ("\n…" if len(result.error_stack) > _MAX_STACK else "")
+        lines += ["Stack trace:", _fenced(stack), ""]
+    if result.comment:
+        lines += ["Comment:", result.comment[:2_000], ""]
+    if result.attachments:
+        lines.append("Attachments:")
+        lines += [f"- {a.get('fileName') or a.get('id')}: {base}/web/attachments/{a.get('id')}"
+                  for a in result.attachments]
+        lines.append("")
+    lines.append("Reported from TMS.")
+    return DefectDraft(title=title[:250], body="\n".join(lines)[:_MAX_BODY])
+
+
+async def defect_draft(db: Database, config: Config, tenant_id: str, result_id: str) -> tuple[DefectDraft, Failure]:
+    failure = await _failure(db, tenant_id, result_id)
+    return draft(failure, config.base_url), failure
+
+
+async def defect_integrations(db: Database, tenant_id: str) -> list[Row]:
+    """The tenant's integrations that can create issues (for the "Create issue" form)."""
+    return [row for row in await integration_store.list_integrations(db, tenant_id) if outbound_ready(row)]
+
+
+async def create_defect(db: Database, config: Config, tenant_id: str, result_id: str, body: DefectCreate) -> Defect:
+    """Creates the issue in the tracker, then sets the result's bug key and URL (one write).
+
+    No transaction is open while the tracker is called: a claim row (its own short transaction) keeps a
+    second click from creating a second issue. A tracker that refuses or does not answer leaves the
+    result as it was (``TrackerFailed``, 502) and the claim released, so the same request can be retried.
+    """
+    integration = await integration_store.get_outbound(db, tenant_id, body.integration_id)
+    if integration is None:
+        raise NotFound(f"integration {body.integration_id} not found", field="integration_id")
+    if not outbound_ready(integration):
+        raise InvalidInput(_missing_outbound(integration), field="integration_id")
+    proposed, failure = await defect_draft(db, config, tenant_id, result_id)
+    result = failure.result
+    if result.status not in FAILING_STATUSES:
+        raise Conflict(f"result {result_id} is {result.status}: issues are created from failed or broken results")
+    if result.bug_ticket_key:
+        raise Conflict(f"result {result_id} is already linked to {result.bug_ticket_key}; clear its bug key first")
+    title = (body.title or proposed.title).strip() or proposed.title
+    text = body.body if body.body is not None else proposed.body
+    target = _target(config, integration)
+    at = now_iso()
+    async with db.transaction() as tx:
+        claimed = await integration_store.claim_defect(
+            tx, tenant_id, result_id, integration["id"], at, iso_days_ago(CLAIM_STALE_SECONDS / 86_400))
+    if not claimed:
+        raise Conflict(f"an issue is being created for result {result_id} right now; reload in a moment")
+    try:
+        try:
+            async with outbound.client(allow_private=_allow_private(config)) as http:
+                issue = await outbound.create_issue(http, target, title, text, seconds=_timeout(config))
+        except TrackerError as exc:
+            log.info("integration %s: creating an issue for result %s failed: %s", integration["id"], result_id, exc)
+            raise TrackerFailed(f"{KIND_LABELS[integration['kind']]} did not create the issue: {exc}. "
+                                "Nothing was linked; try again.") from None
+        patch = ResultPatch(bug_ticket_key=issue.key[:100], bug_ticket_url=issue.url)
+        try:
+            await executions.update_result(db, tenant_id, result_id, patch)
+        except Exception:
+            # the issue exists but the result could not take it (deleted meanwhile): say which, for a person
+            log.warning("integration %s: created %s but could not link it to result %s",
+                        integration["id"], issue.key, result_id)
+            raise
+        source = integration["kind"]
+        async with db.transaction() as tx:
+            await integration_store.save_issues(tx, [(tenant_id, source, issue.key.upper(), integration["id"],
+                                                      issue.title or title, issue.status, issue.url, None, now_iso())])
+            await audit.record(tx, tenant_id, "integration.defect_created", "result", result_id,
+                               {"integration_id": integration["id"], "bug_ticket_key": issue.key})
+    finally:
+        async with db.transaction() as tx:
+            await integration_store.release_defect(tx, tenant_id, result_id)
+    return Defect(result_id=result_id, integration_id=integration["id"], bug_ticket_key=issue.key[:100],
+                  bug_ticket_url=issue.url, title=title)
+
+
+# --- requirements' titles and statuses, refreshed in the background --------------------------------
+
+REFRESH_SECONDS = 600         # the periodic job's period
+FRESH_SECONDS = 3_600         # an entry younger than this is not fetched again
+REFRESH_BATCH = 200           # keys per integration per round: a big library is covered over a few rounds
+REFRESH_CONCURRENCY = 4
+_pending: set[asyncio.Task[int]] = set()
+
+
+def _handles(row: Mapping[str, Any], key: str, first_of_kind: bool) -> bool:
+    """Whether this integration reads ``key``: GitHub/GitLab keys of its repository (or project), short
+    '#12' keys and keys of other repositories when it is the tenant's first of its kind; Jira: the first."""
+    if row["kind"] == "JIRA":
+        return first_of_kind
+    where = key.rpartition("#")[0].lower()
+    own = (row["project_path"] or row["repository"] or "").lower() if row["kind"] == "GITLAB" else \
+        (row["repository"] or "").lower()
+    return (where and where == own) or first_of_kind
+
+
+async def _refresh_one(db: Database, config: Config, row: Row, first_of_kind: bool,
+                       http: httpx.AsyncClient) -> int:
+    fresh_after = iso_days_ago(FRESH_SECONDS / 86_400)
+    keys = [k for k in await integration_store.keys_to_refresh(db, row["tenant_id"], [row["kind"]], fresh_after,
+                                                               REFRESH_BATCH)
+            if _handles(row, k["key"], first_of_kind)]
+    if not keys:
+        return 0
+    target = _target(config, row)
+    gate = asyncio.Semaphore(REFRESH_CONCURRENCY)
+    refused: list[str] = []
+
+    async def read(key: Row) -> tuple[str, str, str, str, str | None, str | None, str | None, str | None, str]:
+        async with gate:
+            title = status = url = error = None
+            if refused:
+                error = refused[0]
+            else:
+                try:
+                    issue = await outbound.read_issue(http, target, key["key"], seconds=_timeout(config))
+                    title, status, url = issue.title, issue.status, issue.url
+                except TrackerError as exc:
+                    error = str(exc)[:500]
+                    if exc.status in (401, 403):
+                        refused.append(error)  # the rest of the round would be refused the same way
+            return (row["tenant_id"], row["kind"], key["issue_key"], row["id"], title, status, url, error, now_iso())
+
+    rows = await asyncio.gather(*(read(key) for key in keys))
+    async with db.transaction() as tx:
+        await integration_store.save_issues(tx, list(rows))
+    return len(rows)
+
+
+async def refresh_requirements(db: Database, config: Config, tenant_id: str | None = None) -> int:
+    """One round of the refresh job: for each integration that can call its tracker, the requirement
+    keys whose cached title and status are missing or older than an hour. Returns the keys read."""
+    done = 0
+    seen_kinds: set[tuple[str, str]] = set()
+    async with outbound.client(allow_private=_allow_private(config)) as http:
+        for row in await integration_store.outbound_integrations(db):
+            if tenant_id is not None and row["tenant_id"] != tenant_id:
+                continue
+            ready = {**row, "api_token_set": 1}
+            if not outbound_ready(ready):
+                continue
+            first = (row["tenant_id"], row["kind"]) not in seen_kinds
+            seen_kinds.add((row["tenant_id"], row["kind"]))
+            try:
+                done += await _refresh_one(db, config, row, first, http)
+            except TrackerFailed as exc:
+                log.warning("integration %s: requirements not refreshed: %s", row["id"], exc)
+    return done
+
+
+def refresh_soon(db: Database, config: Config, tenant_id: str) -> None:
+    """Starts a refresh of the tenant's requirements in the background (the matrix's "Refresh" button);
+    the page that asked does not wait for the trackers."""
+    task = asyncio.create_task(refresh_requirements(db, config, tenant_id))
+    _pending.add(task)
+    task.add_done_callback(_finished)
+
+
+def _finished(task: asyncio.Task[int]) -> None:
+    _pending.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("tracker refresh failed", exc_info=task.exception())

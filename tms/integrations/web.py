@@ -5,6 +5,8 @@
   when it is missing or wrong; 200 when handled, 202 when received but not about a resolved bug.
 - ``/settings/integrations``: list, create (the secret is shown once), details, new secret, delete.
 - ``POST /cases/{code}/retest``: flag a case by hand (or clear it) from a case page.
+- ``/results/{id}/defect``: "Create issue" for a failed or broken result (the form, prefilled; then the
+  tracker's answer: the new key, or why nothing was linked).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError, NotFound
 from tms.failures.retest import service as retest_service
-from tms.http.pages import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of
+from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.integrations import KINDS
 from tms.integrations import service as integration_service
+from tms.integrations.models import DefectCreate
 from tms.state import config_of, db_of
 from tms.team.signin.session import needs_role, page_guard, safe_next
 
@@ -100,19 +103,53 @@ async def create_integration(request: AnyRequest) -> Template | Redirect:
                 f"Integration “{integration['name']}” created. Copy its secret now: it is shown only once.")
 
 
-@get("/{integration_id:str}")
-async def integration_page(request: AnyRequest, integration_id: str) -> Template:
+async def _detail_page(request: AnyRequest, integration_id: str, *, form: dict[str, str] | None = None,
+                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     try:
         row = await integration_service.get_integration(db_of(request), tenant_of(request), integration_id)
     except NotFound as exc:
         raise not_found("integration") from exc
     deliveries = await integration_service.recent_deliveries(db_of(request), tenant_of(request), integration_id)
     shown = _shown_once(request, integration_id)
-    template = render(request, "integrations/detail.html", active_nav="settings", settings_nav="integrations",
-                      integration=_with_urls(request, row), deliveries=deliveries, shown=shown)
+    outbound_form = form or {key: row.get(key) or "" for key in _OUTBOUND_FORM}
+    template = render(request, "integrations/detail.html", status_code=status_code, active_nav="settings",
+                      settings_nav="integrations", integration=_with_urls(request, row), deliveries=deliveries,
+                      shown=shown, form=outbound_form, errors=errors or {},
+                      ready=integration_service.outbound_ready(row))
     if shown:
         template.headers["Cache-Control"] = "no-store"
     return template
+
+
+@get("/{integration_id:str}")
+async def integration_page(request: AnyRequest, integration_id: str) -> Template:
+    return await _detail_page(request, integration_id)
+
+
+# the outbound settings' form fields (the token is never put back into a form)
+_OUTBOUND_FORM = ("api_url", "api_user", "repository", "project_path", "project_key")
+
+
+@post("/{integration_id:str}/outbound", status_code=303)
+async def save_outbound(request: AnyRequest, integration_id: str) -> Template | Redirect:
+    """The tracker API settings. A blank token keeps the stored one; "forget_token" removes it."""
+    form, _ = await form_of(request)
+    changes: dict[str, str | None] = {key: form[key] for key in _OUTBOUND_FORM if key in form}
+    token = form.get("api_token", "").strip()
+    if token:
+        changes["api_token"] = token
+    if form.get("forget_token"):
+        changes["api_token"] = None
+    try:
+        await integration_service.update_integration(db_of(request), config_of(request), tenant_of(request),
+                                                     integration_id, changes)
+    except NotFound as exc:
+        raise not_found("integration") from exc
+    except DomainError as exc:
+        kept = {key: form.get(key, "") for key in _OUTBOUND_FORM}
+        return await _detail_page(request, integration_id, form=kept, errors=field_errors(exc, "api_url"),
+                                  status_code=400)
+    return done(request, f"/settings/integrations/{integration_id}", "Tracker API settings saved.")
 
 
 @post("/{integration_id:str}/secret", status_code=303)
@@ -138,7 +175,7 @@ async def delete_integration(request: AnyRequest, integration_id: str) -> Redire
 def settings_router() -> Router:
     return Router(
         path="/settings/integrations",
-        route_handlers=[integrations_page, create_integration, integration_page, regenerate_secret,
+        route_handlers=[integrations_page, create_integration, integration_page, save_outbound, regenerate_secret,
                         delete_integration],
         guards=[page_guard], include_in_schema=False, **needs_role("admin"),
     )
@@ -163,3 +200,57 @@ async def flag_case(request: AnyRequest, case_ref: str) -> Redirect:
 
 def cases_router() -> Router:
     return Router(path="/", route_handlers=[flag_case], guards=[page_guard], include_in_schema=False)
+
+
+# --- "Create issue" on a failed or broken result (partials/defect_button.html links here) ----------
+
+
+async def _defect_page(request: AnyRequest, result_id: str, *, form: dict[str, str] | None = None,
+                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    db, config, tenant_id = db_of(request), config_of(request), tenant_of(request)
+    try:
+        proposed, failure = await integration_service.defect_draft(db, config, tenant_id, result_id)
+    except NotFound as exc:
+        raise not_found("result") from exc
+    choices = await integration_service.defect_integrations(db, tenant_id)
+    home = f"/results/{result_id}/execute" if failure.result.test_case_id else f"/runs/{failure.run.id}"
+    back = safe_next(request.query_params.get("back") or (form or {}).get("back") or home)
+    form = form or {"title": proposed.title, "body": proposed.body,
+                    "integration_id": choices[0]["id"] if choices else ""}
+    return render(request, "integrations/defect.html", status_code=status_code, active_nav="runs",
+                  result=failure.result, run=failure.run, case=failure.case, integrations=choices, form=form,
+                  errors=errors or {}, back=back,
+                  failing=failure.result.status in integration_service.FAILING_STATUSES)
+
+
+@get("/results/{result_id:str}/defect")
+async def defect_page(request: AnyRequest, result_id: str) -> Template:
+    return await _defect_page(request, result_id)
+
+
+@post("/results/{result_id:str}/defect", status_code=303)
+async def create_defect(request: AnyRequest, result_id: str) -> Template | Redirect:
+    form, _ = await form_of(request)
+    kept = {key: form.get(key, "") for key in ("integration_id", "title", "body", "back")}
+    body, errors = convert(DefectCreate, {"integration_id": kept["integration_id"], "title": kept["title"] or None,
+                                          "body": kept["body"] or None})
+    if body is None:
+        return await _defect_page(request, result_id, form=kept, errors=errors, status_code=400)
+    try:
+        defect = await integration_service.create_defect(db_of(request), config_of(request), tenant_of(request),
+                                                         result_id, body)
+    except NotFound as exc:
+        if exc.field != "integration_id":
+            raise not_found("result") from exc
+        return await _defect_page(request, result_id, form=kept, errors={"integration_id": exc.detail},
+                                  status_code=400)
+    except DomainError as exc:  # 400 settings, 409 already linked, 502 the tracker refused or did not answer
+        return await _defect_page(request, result_id, form=kept, errors=field_errors(exc, "form"),
+                                  status_code=exc.status_code)
+    back = safe_next(kept["back"] or f"/results/{result_id}/execute")
+    return done(request, back, f"Created {defect.bug_ticket_key} and linked it to the result.")
+
+
+def defects_router() -> Router:
+    return Router(path="/", route_handlers=[defect_page, create_defect], guards=[page_guard],
+                  include_in_schema=False)
