@@ -40,6 +40,8 @@ from tms.http.middleware import options_middleware, security_headers
 from tms.http.openapi import JsonDocument
 from tms.http.problems import EXCEPTION_HANDLERS
 from tms.http.query import check_request
+from tms.integrations import api as integrations_api
+from tms.integrations import service as integration_service
 from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
@@ -165,6 +167,7 @@ def _api_router() -> Router:
             plans_api.update_plan,
             plans_api.delete_plan,
             *reports_api.HANDLERS,
+            *integrations_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -206,6 +209,7 @@ def _web_routers() -> list[Any]:
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
+        web_integrations.defects_router(),
         web_failures.router(),
         web_milestones.router(),
         web_plans.router(),
@@ -262,6 +266,16 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
                     lambda: attachment_service.sweep_orphans(db, attachment_store),
                     attachment_service.SWEEP_SECONDS,
                     "attachment orphan sweep",
+                    db=db,
+                )
+            ),
+            # requirements' titles and statuses from the trackers, for the traceability matrix
+            asyncio.create_task(
+                run_periodically(
+                    lambda: integration_service.refresh_requirements(db, config),
+                    integration_service.REFRESH_SECONDS,
+                    "tracker issue refresh",
+                    first_delay=60,
                     db=db,
                 )
             ),
