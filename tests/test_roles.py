@@ -49,6 +49,8 @@ UNSAFE_ROUTES = [
     ("POST", "/settings/integrations", "admin"),
     ("POST", "/settings/integrations/{id}/secret", "admin"),
     ("POST", "/settings/integrations/{id}/delete", "admin"),
+    ("POST", "/settings/integrations/{id}/outbound", "admin"),
+    ("POST", "/results/{id}/defect", "tester"),
     ("POST", "/settings/team/invite", "admin"),
     ("POST", "/settings/team/invitations/{id}/revoke", "admin"),
     ("POST", "/settings/team/{id}/role", "admin"),
