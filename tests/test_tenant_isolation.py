@@ -152,6 +152,10 @@ API_ROUTES = [
     ("PATCH", "/api/v1/results/{result}", {"comment": "stolen"}),
     ("PATCH", "/api/v1/results/{unlinked_result}", {"comment": "stolen"}),
     ("POST", "/api/v1/runs/{run}/assign", {"result_ids": ["{result}"], "assignee_id": None}),
+    ("GET", "/api/v1/integrations/{integration}", None),
+    ("PATCH", "/api/v1/integrations/{integration}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/integrations/{integration}", None),
+    ("POST", "/api/v1/results/{result}/defect", {"integration_id": "{integration}"}),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -202,6 +206,9 @@ WEB_ROUTES = [
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
+    ("POST", "/settings/integrations/{integration}/outbound", {"api_url": "https://tracker.example.com"}),
+    ("GET", "/results/{result}/defect", None),
+    ("POST", "/results/{result}/defect", {"integration_id": "{integration}"}),
     ("GET", "/runs/{run}/compare", None),
     ("POST", "/known-issues/{known_issue}/status", {"status": "CLOSED"}),
     ("POST", "/known-issues/{known_issue}/delete", {}),
