@@ -149,7 +149,7 @@ def main() -> None:
             server.stop()
 
     print(f"\n{args.cases:,} cases with {len(FIELDS)} custom fields each, seeded in {seeded:.0f} s "
-          f"({server.database_url and 'PostgreSQL' or 'SQLite'})\n")
+          f"({'PostgreSQL' if server.database_url else 'SQLite'})\n")
     print("| request (limit 50) | target | p50 | p90 | rows | total |")
     print("|---|---|---|---|---|---|")
     for label, target_text, p50, p90, count, total in rows:

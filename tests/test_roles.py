@@ -105,8 +105,8 @@ UNSAFE_ROUTES = [
     ("POST", "/custom-fields/{id}/restore", "admin"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
-               "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries", "/settings/webhooks/{id}",
-               "/settings/integrations/{id}", "/settings/ldap", "/settings/sign-in"]
+               "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries",
+               "/settings/webhooks/{id}", "/settings/integrations/{id}", "/settings/ldap", "/settings/sign-in"]
 # unsafe routes outside the role model, with the reason
 NOT_ROLE_CHECKED = {
     "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",
