@@ -241,7 +241,7 @@ async def set_required(db: Database, tenant_id: str, actor_id: str, required: bo
         if required:
             mine = await store.get(tx, actor_id)
             if mine is None or not mine["confirmed_at"]:
-                raise Conflict("Set up two-factor for yourself first (Account → Two-factor).", field="required")
+                raise Conflict("Set up two-factor for yourself first, at /account/2fa.", field="required")
         await store.set_required(tx, tenant_id, required, now_iso())
         await audit.record(tx, tenant_id, "tenant.two_factor_required", "tenant", tenant_id,
                            {"required": [before, required]})

@@ -119,7 +119,7 @@ async def second_step(request: Request[Any, Any, Any]) -> Template | Redirect:
     if method == "recovery":
         left = await two_factor.recovery_codes_left(db_of(request), user.id)
         flash(request, f"You signed in with a recovery code; {left} left. Set up two-factor again if your "
-              "device is lost (Account → Two-factor).", "info")
+              "device is lost (/account/2fa).", "info")
     return Redirect(next_path, status_code=303)
 
 
