@@ -63,7 +63,7 @@ class ServerProcess:
         """The PostgreSQL database of this server ("" on SQLite)."""
         return postgres_cluster.database_url_for(self.data_dir) if postgres_cluster.selected() else ""
 
-    def start(self, timeout: float = 20) -> ServerProcess:
+    def start(self, timeout: float = 60) -> ServerProcess:  # a loaded 2-core CI machine is slow to start one
         if not self.port:
             self.port = free_port()
         env = {
