@@ -136,6 +136,13 @@ def test_every_side_effect_exactly_once(tenant: Tenant, entry: str) -> None:
     assert [tuple(row) for row in seen] == [(run_id, run_id)]
     assert not flagged
     assert audits - audit_before == 1
+    # the run page and the result's page show the badges
+    web = tenant.web()
+    assert 'id="run-kind"' in (page := web.get(f"/runs/{run_id}").text)
+    assert f'>{source.capitalize()}</span>' in page.split('id="run-kind"', 1)[1][:200]
+    assert ('class="badge source-manual"' in page) == (source == "manual")
+    execute = web.get(f"/results/{result_id}/execute").text
+    assert f'>{source.capitalize()}</span>' in execute.split('id="result-source"', 1)[1][:200]
 
 
 def test_a_manual_save_over_an_automated_result_makes_the_run_mixed(tenant: Tenant) -> None:

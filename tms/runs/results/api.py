@@ -12,14 +12,12 @@ from litestar.response import Stream
 
 from tms.attachments.service import attachments_by_result
 from tms.db import Database
-from tms.errors import InvalidInput, NotFound
+from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
 from tms.http.bodies import MAX_WIRE_BYTES, request_body
 from tms.http.paging import page_window
 from tms.library.cases.models import Pagination
-from tms.runs import store as run_store
 from tms.runs.results import service as result_service
-from tms.runs.results import store as result_store
 from tms.runs.results.models import RESULT_STATUSES, BulkAnswer, ResultList
 from tms.state import db_of
 
@@ -49,8 +47,7 @@ async def list_results(
     _, skip = page_window(1, offset)  # the offset's checks
     if status is not None and status not in RESULT_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(RESULT_STATUSES)}", field="status")
-    if await run_store.get_run(db, tenant_id, run_id) is None:
-        raise NotFound(f"run {run_id} not found")
+    await result_service.require_run(db, tenant_id, run_id)
     return Stream(_all_results(db, tenant_id, run_id, skip, status, assignee_id), media_type="application/json")
 
 
@@ -61,15 +58,15 @@ async def _all_results(db: Database, tenant_id: str, run_id: str, offset: int, s
     last, so that it counts exactly the rows sent."""
     yield b'{"data":['
     sent = 0
-    async for rows in result_store.chunks_for_run(db, tenant_id, run_id, status=status, assignee_id=assignee_id,
-                                                  offset=offset):
+    async for rows in result_service.chunks_for_run(db, tenant_id, run_id, status=status, assignee_id=assignee_id,
+                                                    offset=offset):
         attachments = await attachments_by_result(db, tenant_id, [row["id"] for row in rows])
         encoded = _encoder.encode([result_service.result_from_row(row, attachments.get(row["id"], []))
                                    for row in rows])
         yield (b"," if sent else b"") + encoded[1:-1]
         sent += len(rows)
     # nothing after the offset: the run holds at most ``offset`` rows, counted
-    total = offset + sent if sent or not offset else await result_store.count_matching(
+    total = offset + sent if sent or not offset else await result_service.count_matching(
         db, tenant_id, run_id, status=status, assignee_id=assignee_id)
     yield b'],"pagination":' + _encoder.encode(Pagination(total=total, limit=sent, offset=offset)) + b"}"
 

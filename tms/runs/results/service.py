@@ -7,6 +7,7 @@ same transaction. What this shares with ingest lives in ``tms.runs.results.rows`
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -64,6 +65,22 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
         await writes.store_batch(tx, db, tenant_id, run, batch, settled, now, audit_action="run.results_posted",
                                  audit_extra={"accepted": batch.stored})
     return bulk_answer(batch.stored, batch.errors)
+
+
+async def require_run(db: Database, tenant_id: str, run_id: str) -> None:
+    """404 for an unknown run (or another tenant's)."""
+    await _get_run(db, tenant_id, run_id)
+
+
+def chunks_for_run(db: Database, tenant_id: str, run_id: str, *, status: str | None, assignee_id: str | None,
+                   offset: int) -> AsyncIterator[list[Row]]:
+    """Every result of the run after ``offset``, a chunk at a time (``results.store.chunks_for_run``)."""
+    return result_store.chunks_for_run(db, tenant_id, run_id, status=status, assignee_id=assignee_id, offset=offset)
+
+
+async def count_matching(db: Database, tenant_id: str, run_id: str, *, status: str | None,
+                         assignee_id: str | None) -> int:
+    return await result_store.count_matching(db, tenant_id, run_id, status=status, assignee_id=assignee_id)
 
 
 # GET /runs/{id}/results pages by this many results by default, and at most by RESULTS_MAX_LIMIT
