@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.conftest import Tenant, connect_db
@@ -67,9 +68,9 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
         {"test_case_code": case["code"], "status": "FAILED"}, {"title": "unlinked", "status": "PASSED"}]})
     run_id = ingest.json()["run_id"]
     results = tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"]
-    for result in results:  # a file on a linked and on an unlinked result
+    for n, result in enumerate(results):  # a file on a linked and on an unlinked result, bytes of their own
         upload = tenant.api.post(f"/api/v1/results/{result['id']}/attachments",
-                                 files={"file": ("shot.png", PNG, "image/png")})
+                                 files={"file": ("shot.png", PNG + f"doomed {n}".encode(), "image/png")})
         assert upload.status_code == 201, upload.text
     kept_ingest = tenant.api.post("/api/v1/ingest", json={"project_id": other["id"], "results": [
         {"test_case_code": other_case["code"], "status": "PASSED"}]})
@@ -83,7 +84,7 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
     def stored(project_id: str) -> list[str]:
         with connect_db(tenant.server.db_path) as conn:
             return [name for (name,) in conn.execute(
-                "SELECT a.storage_name FROM attachments a WHERE a.result_id IN (SELECT r.id FROM test_results r "
+                "SELECT a.object_key FROM attachments a WHERE a.result_id IN (SELECT r.id FROM test_results r "
                 "JOIN test_runs t ON t.id = r.run_id WHERE t.project_id = ? UNION SELECT n.id FROM "
                 "unlinked_test_results n WHERE n.project_id = ?)", (project_id, project_id))]
 
@@ -102,9 +103,13 @@ def test_delete_needs_the_exact_name_and_takes_everything_with_it(tenant: Tenant
     assert tenant.api.get(f"/api/v1/runs/{run_id}").status_code == 404
     assert tenant.api.get(f"/api/v1/milestones/{milestone['id']}").status_code == 404
     assert tenant.api.get("/api/v1/plans").json()["data"] == []
+    # the objects leave the store once the deletion has committed (in the background of the request)
+    deadline = time.monotonic() + 10
+    while any((files / name).exists() for name in doomed_files) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not any((files / name).exists() for name in doomed_files)
     with connect_db(tenant.server.db_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM attachments WHERE storage_name IN (?, ?)",
+        assert conn.execute("SELECT COUNT(*) FROM attachments WHERE object_key IN (?, ?)",
                             doomed_files).fetchone()[0] == 0
         assert conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE project_id = ?",
                             (doomed["id"],)).fetchone()[0] == 0

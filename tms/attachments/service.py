@@ -420,15 +420,6 @@ def content_disposition(disposition: str, file_name: str) -> str:
     return f"{disposition}; filename=\"{fallback or 'download'}\"; filename*=UTF-8''{quote(file_name, safe='')}"
 
 
-def remove_files(directory: Path, storage_names: list[str]) -> None:
-    """Deprecated (callers: tms/library/projects/service.py): removes files stored before object
-    storage by their old name. Objects of newer attachments are shared between attachments with the
-    same bytes and are removed by ``forget_after_commit`` or, failing that, by ``sweep_orphans``."""
-    for name in storage_names:
-        if objects.LEGACY_KEY.fullmatch(name):
-            (directory / name).unlink(missing_ok=True)
-
-
 def default_directory(db: Database) -> Path:
     """data_dir/attachments: tms.db and attachments/ live side by side in data_dir (config.py)."""
     return db.data_dir / "attachments"

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,7 @@ async def update_project(db: Database, tenant_id: str, project_id: str, body: Pr
 
 async def delete_project(db: Database, tenant_id: str, project_id: str, attachments_dir: Path) -> dict[str, int]:
     """Web-interface only (after the user types the project's name): the project and everything it
-    holds, in one transaction; its attachment files leave the disk once that transaction commits."""
+    holds, in one transaction; its attachments' objects leave the store once that transaction commits."""
     async with db.transaction() as tx:
         row = await project_store.get_project(tx, tenant_id, project_id)
         if row is None:
@@ -140,5 +139,6 @@ async def delete_project(db: Database, tenant_id: str, project_id: str, attachme
         gone = await project_store.delete_project(tx, tenant_id, project_id)
         counts = {"cases": gone["cases"], "runs": gone["runs"], "attachments": gone["attachments"]}
         await audit.record(tx, tenant_id, "project.deleted", "project", project_id, {"name": row["name"], **counts})
-    await asyncio.to_thread(attachment_service.remove_files, attachments_dir, gone["storage_names"])
+        # objects another attachment (of another project) still names stay; the sweep catches a miss
+        attachment_service.forget_after_commit(tx, db, attachments_dir, gone["object_keys"])
     return counts

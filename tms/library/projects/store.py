@@ -94,7 +94,7 @@ async def update_project(tx: Transaction, tenant_id: str, project_id: str, chang
 
 async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> dict[str, Any]:
     """Deletes the project with everything it holds; returns what went (counts, and the storage
-    names of attachment files, which the caller removes from disk once the transaction commits).
+    keys of attachment objects, which the caller lets go once the transaction commits).
 
     Runs, their results, unlinked results, milestones, plans and sections go by the foreign keys'
     ON DELETE CASCADE. Attachments have no foreign key to the result tables, a case's project link
@@ -109,7 +109,7 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         "SELECT r.id FROM test_runs t JOIN test_results r ON r.run_id = t.id "
         "WHERE t.tenant_id = ? AND t.project_id = ? "
         "UNION ALL SELECT n.id FROM test_runs t JOIN unlinked_test_results n ON n.run_id = t.id "
-        "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name",
+        "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name, object_key",
         (tenant_id, *params, *params),
     )
     # results first, by run (indexed), rather than through the cascade's per-run look-ups
@@ -134,5 +134,5 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         "cases": cases,
         "runs": int(runs),
         "attachments": len(attachments),
-        "storage_names": [row["storage_name"] for row in attachments],
+        "object_keys": [row["object_key"] or row["storage_name"] for row in attachments],
     }
