@@ -492,7 +492,7 @@ def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant)
     async def rolled_back(db: Any) -> None:
         with pytest.raises(RuntimeError):
             async with db.transaction() as tx:
-                await delete_attachments_in(tx, tenant.id, [second], directory)
+                await delete_attachments_in(tx, db, tenant.id, [second], directory)
                 raise RuntimeError("the results delete failed")
 
     run_admin(tenant.server.db_path, rolled_back)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from litestar.testing import TestClient
@@ -136,8 +137,16 @@ def _ingest_with_attachment(tenant: Tenant, project_id: str, name: str) -> tuple
     assert response.status_code == 201, response.text
     run_id = response.json()["run_id"]
     result_id = tenant.api.get(f"/api/v1/runs/{run_id}/results").json()["data"][0]["id"]
-    assert upload(tenant.api, result_id, ("shot.png", PNG, "image/png")).status_code == 201
+    # bytes of its own: identical files are stored once per tenant (content-addressed objects)
+    assert upload(tenant.api, result_id, ("shot.png", PNG + name.encode(), "image/png")).status_code == 201
     return run_id, result_id
+
+
+def _stored_files(srv: ServerProcess) -> set[Path]:
+    """The attachments' objects on disk (``<tenant>/<sha256>`` under data_dir/attachments), without
+    the folder where uploads are written before they are published."""
+    root = srv.data_dir / "attachments"
+    return {path for path in root.rglob("*") if path.is_file() and "incoming" not in path.relative_to(root).parts}
 
 
 def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server) -> None:
@@ -146,7 +155,7 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     project = tenant.create_project()
     old_run, _ = _ingest_with_attachment(tenant, project["id"], "old")
     new_run, _ = _ingest_with_attachment(tenant, project["id"], "new")
-    files_before = set((srv.data_dir / "attachments").iterdir())
+    files_before = _stored_files(srv)
     assert len(files_before) == 2
     counter = "SELECT unlinked_results FROM project_counters WHERE project_id = ?"
     with connect_db(srv.db_path) as conn:
@@ -158,12 +167,19 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     from tms.runs.retention import service as retention
 
     config = load_config(None, {**storage_env(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
-    removed = run_admin(srv.db_path, lambda db: retention.sweep_old_runs(db, config, 10))
+    from tms.attachments.service import settle_pending
+
+    async def sweep(db: Any) -> int:
+        removed = await retention.sweep_old_runs(db, config, 10)
+        await settle_pending()  # the objects go after commit, in the background of this event loop
+        return removed
+
+    removed = run_admin(srv.db_path, sweep)
 
     assert removed == 1
     assert tenant.api.get(f"/api/v1/runs/{old_run}").status_code == 404
     assert tenant.api.get(f"/api/v1/runs/{new_run}").status_code == 200
-    files_after = set((srv.data_dir / "attachments").iterdir())
+    files_after = _stored_files(srv)
     assert len(files_after) == 1 and files_after < files_before
     with connect_db(srv.db_path) as conn:
         left = conn.execute("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (old_run,)).fetchone()

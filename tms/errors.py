@@ -92,3 +92,11 @@ def unreadable_json(exc: RecursionError | UnicodeDecodeError) -> str:
     if isinstance(exc, RecursionError):
         return "The JSON is nested too deeply."
     return f"The JSON is not valid UTF-8 (byte {exc.start})."
+
+
+class StoreUnavailable(DomainError):
+    """An outside store (the attachments' object store) did not answer, or refused: nothing was
+    stored; try again later."""
+
+    status_code = 503
+    title = "Service Unavailable"

@@ -24,7 +24,7 @@ from tms.attachments import store as attachment_store
 from tms.attachments.objects import AttachmentStore
 from tms.config import Config
 from tms.db import Database
-from tms.errors import NotFound
+from tms.errors import NotFound, StoreUnavailable
 from tms.ids import now_iso
 
 PAGE = 200
@@ -122,7 +122,7 @@ async def migrate(db: Database, config: Config, target_name: str, out: TextIO = 
                 outcome.copied += 1
             except NotFound:
                 outcome.failed.append(f"{row['object_key']}: missing in the {source_name} store")
-            except (ValueError, objects.StoreUnavailable) as exc:
+            except (ValueError, StoreUnavailable) as exc:
                 outcome.failed.append(str(exc) if isinstance(exc, ValueError) else f"{row['object_key']}: {exc}")
             done += 1
             bar.show(done, outcome.bytes)

@@ -41,7 +41,7 @@ from obstore.store import S3Store as ObstoreS3
 from tms.attachments import presign
 from tms.config import Config, ConfigError
 from tms.db import Database
-from tms.errors import DomainError, NotFound
+from tms.errors import NotFound, StoreUnavailable
 
 if TYPE_CHECKING:
     from obstore import AsyncWritableFile
@@ -59,13 +59,6 @@ _KEY = re.compile(rf"(?:{_TENANT}/[0-9a-f]{{64}}|[0-9a-f]{{32}}|{INCOMING}/[0-9a
 # the name of a file stored before object storage (``secrets.token_hex(16)``), which is its key
 LEGACY_KEY = re.compile(r"[0-9a-f]{32}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class StoreUnavailable(DomainError):
-    """The object store did not answer, or refused: nothing was stored; try again later."""
-
-    status_code = 503
-    title = "Service Unavailable"
 
 
 def object_key(tenant_id: str, sha256: str) -> str:
@@ -552,10 +545,3 @@ def resolve(where: Path | AttachmentStore) -> AttachmentStore:
         found = _REGISTERED.get(where.resolve())
         return found[0] if found else LocalStore(where)
     return where
-
-
-def registered_database(where: Path | AttachmentStore) -> Database | None:
-    if isinstance(where, Path):
-        found = _REGISTERED.get(where.resolve())
-        return found[1] if found else None
-    return next((db for store, db in _REGISTERED.values() if store is where), None)

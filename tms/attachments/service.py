@@ -36,7 +36,7 @@ import multipart
 from tms.attachments import objects
 from tms.attachments import store as attachment_store
 from tms.attachments.filetypes import ALLOWED_EXTENSIONS, JSON, KINDS_BY_MIME, Kind, Sniffer, kind_for_name
-from tms.attachments.objects import AttachmentStore, ObjectWriter, OpenedObject, StoreUnavailable
+from tms.attachments.objects import AttachmentStore, ObjectWriter, OpenedObject
 from tms.config import Config, ConfigError
 from tms.db import Database, Row, Transaction
 from tms.errors import (
@@ -45,6 +45,7 @@ from tms.errors import (
     InsufficientStorage,
     InvalidInput,
     NotFound,
+    StoreUnavailable,
     TooLarge,
     UnsupportedMediaType,
     is_disk_full,
@@ -484,10 +485,6 @@ async def collect(db: Database, store: AttachmentStore, keys: list[str]) -> int:
     return removed
 
 
-def _registered_db(where: Where) -> Database | None:
-    return objects.registered_database(where)
-
-
 async def delete_attachment_files_for(
     db: Database, tenant_id: str, result_ids: list[str], directory: Where | None = None
 ) -> int:
@@ -507,14 +504,12 @@ async def delete_attachment_files_for(
     return count
 
 
-async def delete_attachments_in(tx: Transaction, tenant_id: str, result_ids: list[str], directory: Where) -> None:
+async def delete_attachments_in(tx: Transaction, db: Database, tenant_id: str, result_ids: list[str],
+                                directory: Where) -> None:
     """The same inside the caller's transaction that deletes the results: rows go with it, the
     objects no other attachment references once it commits (never on rollback)."""
     keys = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
-    db = _registered_db(directory)
-    if keys and db is not None:
-        forget_after_commit(tx, db, directory, keys)
-    # without a registered database (a script's own transaction), sweep_orphans collects them
+    forget_after_commit(tx, db, directory, keys)
 
 
 async def sweep_orphans(db: Database, directory: Where) -> int:

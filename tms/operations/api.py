@@ -22,6 +22,7 @@ from litestar.response import Redirect, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from tms.attachments import service as attachment_service
+from tms.errors import StoreUnavailable
 from tms.operations import store as operations_store
 from tms.operations.metrics import OUTBOX_BACKLOG, refresh_attachment_usage
 from tms.state import Connection, config_of, db_of
@@ -56,7 +57,7 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
                         status_code=503)
     try:  # attachments.store: the folder is writable, or the bucket answers a listing
         await attachment_service.check_store(config_of(request))
-    except attachment_service.StoreUnavailable:
+    except StoreUnavailable:
         return Response({"status": "unavailable", "detail": "attachment store unreachable"}, status_code=503)
     return Response({"status": "ok"}, status_code=200)
 

@@ -89,7 +89,7 @@ async def _remove_run(db: Database, config: Config, tenant_id: str, run_id: str)
             if not result_ids:
                 await run_retention_store.delete_run(tx, tenant_id, run_id)
                 return
-            await delete_attachments_in(tx, tenant_id, result_ids, config.attachments_dir)
+            await delete_attachments_in(tx, db, tenant_id, result_ids, config.attachments_dir)
             await writes.delete_of_run(tx, run_id, result_ids)
 
 
