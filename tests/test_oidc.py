@@ -445,8 +445,6 @@ def test_sso_required_refuses_the_password_of_everyone_but_the_owner(tenant: Ten
     assert run_admin(tenant.server.db_path, lambda db: service.password_sign_in_refused(db, owner["id"])) is None
 
 
-@pytest.mark.xfail(strict=True, reason="needs the one call in the password sign-in (tms/team/signin/web.py login): "
-                   "refusal = await sso_service.password_sign_in_refused(db, user['id'])")
 def test_sso_required_turns_password_sign_in_off_but_for_the_owner(tenant: Tenant, provider: Provider) -> None:
     tester = _unique("tester", "example.com")
     add_member(tenant, tester, "tester")

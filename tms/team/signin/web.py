@@ -23,6 +23,7 @@ from tms.team.signin import two_factor
 from tms.team.signin.session import NEEDS_CODE, half_signed_in, load_user, safe_next, users_exist
 from tms.team.signin.session_cookie import SECOND_FACTOR, start_session
 from tms.team.signin.throttle import ResetThrottle
+from tms.team.sso import service as sso_service
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,11 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
         error = ("Password sign-in is off here: use your organisation's sign-in." if owners_only
                  else "Wrong email or password.")
         return _login_page(request, error=error, email=email, next=next_path, status_code=400)
+    # "SSO required": only the owner still signs in with a password (asked once the password
+    # matched, so the answer does not tell which addresses are members)
+    refusal = await sso_service.password_sign_in_refused(db_of(request), user["id"])
+    if refusal:
+        return _login_page(request, error=refusal, email=email, next=next_path, status_code=403)
     await throttle.record_success(address, email)
     # under a fresh id (no session fixation); without its second factor until /login/two-factor
     start_session(request, {"user_id": user["id"]})
