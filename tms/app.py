@@ -92,6 +92,8 @@ from tms.team.signin.throttle import LoginThrottle
 from tms.team.sso import web as web_sso
 from tms.team.tokens import web as web_tokens
 from tms.team.tokens.service import LastUsedTracker
+from tms.traceability import api as traceability_api
+from tms.traceability import web as traceability_web
 
 PACKAGE_DIR = Path(__file__).parent
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -168,6 +170,7 @@ def _api_router() -> Router:
             plans_api.delete_plan,
             *reports_api.HANDLERS,
             *integrations_api.HANDLERS,
+            *traceability_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -210,6 +213,7 @@ def _web_routers() -> list[Any]:
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
         web_integrations.defects_router(),
+        traceability_web.router(),
         web_failures.router(),
         web_milestones.router(),
         web_plans.router(),
