@@ -51,6 +51,7 @@ UNSAFE_ROUTES = [
     ("POST", "/settings/integrations/{id}/delete", "admin"),
     ("POST", "/settings/integrations/{id}/outbound", "admin"),
     ("POST", "/results/{id}/defect", "tester"),
+    ("POST", "/traceability/refresh", "tester"),
     ("POST", "/settings/team/invite", "admin"),
     ("POST", "/settings/team/invitations/{id}/revoke", "admin"),
     ("POST", "/settings/team/{id}/role", "admin"),
