@@ -214,6 +214,11 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
         for field, schema in component.get("properties", {}).items():
             if (name, field) not in NUL_KEPT:
                 _no_nul(schema)
+    for name in ("CaseCreate", "CaseUpdate"):
+        values = components.get(name, {}).get("properties", {}).get("custom_fields")
+        for option in [] if values is None else values.get("anyOf", [values]):
+            if option.get("type") == "object":
+                option.update(CUSTOM_FIELD_VALUES)
     for name in ("IngestBody", "ResultsBody"):
         results = components.get(name, {}).get("properties", {}).get("results")
         if results is not None and "items" in results:
@@ -232,6 +237,17 @@ ITEM_REJECTED_ALONE = {
     "type": "object",
     "propertyNames": {"pattern": r"^[^\u0000]*$"},
     "additionalProperties": {"type": ["string", "number", "boolean", "null"], "pattern": r"^[^\u0000]*$"},
+}
+
+# A case's custom_fields: keys are field keys, values the JSON kinds a field holds (text, number,
+# checkbox, multiselect, empty). Which key exists and which kind it takes are the project's field
+# definitions, data rather than schema: the server names `custom_fields.<key>` when they disagree.
+CUSTOM_FIELD_VALUES: dict[str, Any] = {
+    "propertyNames": {"pattern": r"^[a-z0-9_]{1,64}$"},
+    "additionalProperties": {"anyOf": [
+        {"type": "string", "pattern": r"^[^\u0000]*$"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+        {"type": "array", "items": {"type": "string", "pattern": r"^[^\u0000]*$"}},
+    ]},
 }
 
 # Text holding NUL (U+0000) is refused everywhere (a 400 naming the field, tms.http.bodies): PostgreSQL

@@ -8,6 +8,7 @@ input, ``errors: [{field, message}]``. Web pages (HTML) render the same informat
 from __future__ import annotations
 
 import logging
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -72,12 +73,18 @@ def handle_http_exception(request: AnyRequest, exc: HTTPException) -> Response[A
         return _html_error(request, status, exc.detail)
     if isinstance(exc, ValidationException):
         errors = _field_errors(exc.extra)
+        missing = _MISSING_PARAMETER.search(str(exc.detail or ""))
+        if not errors and missing:  # Litestar's words for a required parameter left out: name it
+            errors = [{"field": missing["name"], "message": "is required"}]
         detail = "The request body or parameters are invalid."
         if errors:
             detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return problem_response(400, detail, title="Invalid input", errors=errors, headers=headers)
     detail = exc.detail if exc.detail and exc.detail != HTTPStatus(status).phrase else _default_detail(status)
     return problem_response(status, detail, headers=headers or None)
+
+
+_MISSING_PARAMETER = re.compile(r"Missing required (?:query|path|header|cookie) parameter '(?P<name>[^']+)'")
 
 
 def _default_detail(status: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from litestar import delete, get, patch, post
 from litestar.params import JSONBody
 
@@ -12,8 +14,8 @@ from tms.state import db_of
 
 
 @get("/custom-fields", **requires("read"), summary="A project's custom fields in their order (retired ones flagged)")
-async def list_fields(request: ApiRequest, project_id: str | None = None,
-                      entity: str | None = None) -> CustomFieldList:
+async def list_fields(request: ApiRequest, project_id: str,
+                      entity: Literal["case", "result"] | None = None) -> CustomFieldList:
     fields = await field_service.list_fields(db_of(request), request.user.tenant_id, project_id, entity)
     return CustomFieldList(data=fields)
 
