@@ -27,7 +27,7 @@ async def matrix_page(request: AnyRequest, project_id: str | None = None, source
     db, tenant_id = db_of(request), tenant_of(request)
     choices = [p for p in await projects.list_projects(db, tenant_id) if not p.archived]
     if not project_id:
-        return render(request, "traceability/matrix.html", active_nav="projects", projects=choices, page=None,
+        return render(request, "traceability/matrix.html", active_nav="traceability", projects=choices, page=None,
                       project=None, filters={}, sources=SOURCES)
     source = (source or "").upper()
     q = service.query(project_id, source if source in SOURCES else None, None, gaps)  # a stale link: no filter
@@ -39,7 +39,7 @@ async def matrix_page(request: AnyRequest, project_id: str | None = None, source
     environments = sorted({env for req in page.data for case in req.cases for env in case.latest})
     filters = {"project_id": project_id, "source": q.source or "", "gaps": "1" if gaps else ""}
     query = urlencode({k: v for k, v in filters.items() if v})
-    return render(request, "traceability/matrix.html", active_nav="projects", projects=choices, project=project,
+    return render(request, "traceability/matrix.html", active_nav="traceability", projects=choices, project=project,
                   page=page, environments=environments, filters=filters, query=query, sources=SOURCES,
                   coverages=COVERAGES, pager=page_numbers(page.pagination.total, PAGE_SIZE, page.pagination.offset))
 
