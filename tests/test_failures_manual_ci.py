@@ -259,8 +259,6 @@ def test_the_compare_page_picks_the_baseline(tenant: Tenant) -> None:
     assert "Staging 1" in chosen.text.split('id="base"', 1)[1].split("</p>", 1)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the writer of one result (tms/runs/writes.py save_one) to stamp "
-                   "through failures.stamp_one(..., manual=ManualFailure(...)): docs/failures.md, Manual failures")
 @pytest.mark.parametrize("steps, comment, expected", [
     ([{"index": 2, "status": "FAILED", "comment": "card form is blank"}], None, "same"),
     ([{"index": 2, "status": "FAILED", "comment": "card form shows error 500"}], None, "other"),

@@ -133,7 +133,9 @@ def test_every_side_effect_exactly_once(tenant: Tenant, entry: str) -> None:
         flagged = conn.execute("SELECT needs_retest FROM test_cases WHERE id = ?", (s["case"]["id"],)).fetchone()[0]
         audits = conn.execute("SELECT COUNT(*) FROM audit_log WHERE tenant_id = ? AND action = ?",
                               (tenant.id, action)).fetchone()[0]
-    assert [tuple(row) for row in seen] == [(run_id, run_id)]
+    # first seen in this run for an automated failure; a tester's failure stays out of the first-seen
+    # table (``new`` and the top clusters are about automated results, issue 24)
+    assert [tuple(row) for row in seen] == ([(run_id, run_id)] if source == "automated" else [])
     assert not flagged
     assert audits - audit_before == 1
     # the run page and the result's page show the badges

@@ -296,12 +296,22 @@ async def save_one(
     run_row = await run_store.get_run(tx, tenant_id, row["run_id"])
     assert run_row is not None
     run = RunRef.of(run_row)
-    if new_status is not None:
+    # a tester's failure is fingerprinted by its failed step and note, and stays out of the first-seen
+    # tables (``new`` and the top clusters are about automated results): a new note restamps it too
+    manual = None
+    if changes.get("source", old_source) == "manual":
+        manual = failures.ManualFailure(case_id=row.get("test_case_id"),
+                                        step_results=changes.get("step_results", row.get("step_results")),
+                                        comment=changes.get("comment", row.get("comment")))
+    status_now: str = new_status if new_status is not None else row["status"]
+    notes_changed = manual is not None and status_now in ("FAILED", "BROKEN") and (
+        "step_results" in changes or "comment" in changes)
+    if new_status is not None or notes_changed:
         key = changes.get("bug_ticket_key", row["bug_ticket_key"])
         url = changes.get("bug_ticket_url", row["bug_ticket_url"])
         stamper = failures.Stamper(matcher)
-        fingerprint, stamped_key, stamped_url = stamper.stamp(new_status, row["error_message"], row["error_stack"],
-                                                              key, url)
+        fingerprint, stamped_key, stamped_url = await failures.stamp_one(
+            tx, tenant_id, stamper, status_now, row["error_message"], row["error_stack"], key, url, manual=manual)
         await failures.record(tx, tenant_id, run.project_id, run.id, now, stamper)
         changes["fingerprint"] = fingerprint
         if stamped_key != key:
