@@ -513,7 +513,7 @@ def test_scrub_hides_the_key_any_bearer_token_and_url_credentials() -> None:
 def test_browser_generate_edit_and_save(team: Tenant, fake: FakeProvider, page: Any) -> None:  # noqa: F811
     url = team.server.url
     page.goto(f"{url}/login")
-    page.get_by_label("Email").fill(team.email)
+    page.get_by_label("Email", exact=True).fill(team.email)
     page.get_by_label("Password").fill(team.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{url}/")

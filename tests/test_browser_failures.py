@@ -41,7 +41,7 @@ def test_clusters_and_compare_page(server: ServerProcess, page: Any) -> None:  #
     previous, latest = _history(tenant, project)
 
     page.goto(f"{server.url}/login")
-    page.get_by_label("Email").fill(tenant.email)
+    page.get_by_label("Email", exact=True).fill(tenant.email)
     page.get_by_label("Password").fill(tenant.password)
     page.get_by_role("button", name="Sign in").click()
 

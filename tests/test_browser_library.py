@@ -26,7 +26,7 @@ def team(server: ServerProcess) -> Tenant:
 
 def sign_in(page: Any, tenant: Tenant) -> None:  # noqa: F811
     page.goto(f"{tenant.server.url}/login")
-    page.get_by_label("Email").fill(tenant.email)
+    page.get_by_label("Email", exact=True).fill(tenant.email)
     page.get_by_label("Password").fill(tenant.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(re.compile(r".*/$|.*/\?.*"))

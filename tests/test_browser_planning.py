@@ -35,7 +35,7 @@ def test_milestone_and_plan_across_two_environments(lead: Tenant, page: Any) -> 
     new_case(tenant, project_id=project["id"], code="SHOP-4", title="Export invoices", tags=["slow"])
 
     page.goto(f"{base}/login")
-    page.get_by_label("Email").fill(tenant.email)
+    page.get_by_label("Email", exact=True).fill(tenant.email)
     page.get_by_label("Password").fill(tenant.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{base}/")

@@ -44,7 +44,7 @@ def _context(browser: Any) -> tuple[Any, Any]:  # noqa: F811
 
 def _sign_in(page: Any, base: str, email: str, password: str) -> None:
     page.goto(f"{base}/login")
-    page.get_by_label("Email").fill(email)
+    page.get_by_label("Email", exact=True).fill(email)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{base}/")

@@ -274,7 +274,7 @@ def test_browser_preview_follows_the_chosen_format(server: ServerProcess, page: 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         tenant = pool.submit(make_tenant_on, server).result()
     page.goto(f"{tenant.server.url}/login")
-    page.get_by_label("Email").fill(tenant.email)
+    page.get_by_label("Email", exact=True).fill(tenant.email)
     page.get_by_label("Password").fill(tenant.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{tenant.server.url}/")

@@ -4,6 +4,8 @@ in the background (202)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from litestar import Response, get, post
 
 from tms.http.api_auth import ApiRequest, requires
@@ -19,9 +21,11 @@ from tms.traceability.models import FORMATS, Traceability
      description="`project_id` (required), `source` (JIRA, GITHUB, GITLAB, LINEAR, OTHER), `coverage` (repeatable), "
      "`gaps=true` (requirements with failing or no tests), `limit`/`offset` as for cases, `format=json|csv`. "
      "Titles and statuses are those the background refresh read from the tracker integration.")
-async def traceability(request: ApiRequest, project_id: str | None = None, source: str | None = None,
-                       coverage: list[str] | None = None, gaps: bool = False, limit: int | None = None,
-                       offset: int | None = None, format: str = "json") -> Traceability | Response[str]:
+async def traceability(request: ApiRequest, project_id: str,
+                       source: Literal["JIRA", "GITHUB", "GITLAB", "LINEAR", "OTHER"] | None = None,
+                       coverage: list[Literal["passed", "failed", "untested", "none"]] | None = None,
+                       gaps: bool = False, limit: int | None = None, offset: int | None = None,
+                       format: Literal["json", "csv"] = "json") -> Traceability | Response[str]:
     check_choice(format, FORMATS, "format")
     q = service.query(project_id, source, coverage, gaps)
     if format == "csv":

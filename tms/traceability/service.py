@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.config import Config
@@ -45,7 +46,7 @@ class Query:
     coverages: tuple[str, ...] = COVERAGES
 
 
-def query(project_id: str | None, source: str | None, coverage: list[str] | None, gaps: bool) -> Query:
+def query(project_id: str | None, source: str | None, coverage: Sequence[str] | None, gaps: bool) -> Query:
     """The filters as given to the API or the page, checked (400 naming the parameter)."""
     if not project_id:
         raise InvalidInput("project_id is required", field="project_id")
