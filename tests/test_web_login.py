@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import Tenant, connect_db
 
@@ -195,13 +196,20 @@ def test_wrong_passwords_do_not_lock_the_account_for_other_clients(tenant: Tenan
     assert tenant.email in owner.get("/").text
 
 
-def test_one_client_failing_on_many_accounts_is_throttled_for_all(tenant: Tenant) -> None:
-    sprayer = _client_from(tenant.server, "127.0.0.4")
-    for number in range(20):
+@pytest.mark.parametrize("limit", [None, 3])
+def test_one_client_failing_on_many_accounts_is_throttled_for_all(start_server: Any, limit: int | None) -> None:
+    """The default (20) and a setting (auth.login_failures_per_client), on a server of their own: the
+    shared one raises the limit so that tests failing on purpose do not throttle the others."""
+    from tests.conftest import make_tenant_on
+
+    server = start_server(env={} if limit is None else {"TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": str(limit)})
+    tenant = make_tenant_on(server)
+    sprayer = _client_from(server, "127.0.0.4")
+    for number in range(limit or 20):
         assert _login(sprayer, f"guess{number}@example.com", "wrong-guess").status_code == 400
     blocked = _login(sprayer, tenant.email, tenant.password)
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
-    assert _login(_client_from(tenant.server, "127.0.0.5"), tenant.email, tenant.password).status_code == 303
+    assert _login(_client_from(server, "127.0.0.5"), tenant.email, tenant.password).status_code == 303
 
 
 def test_admin_unlock_user_lifts_the_throttle_and_it_survives_a_restart(start_server: Any, tmp_path: Any) -> None:

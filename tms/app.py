@@ -302,7 +302,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
-    login_throttle = LoginThrottle(db)
+    login_throttle = LoginThrottle(db, per_address=int(config.get("auth.login_failures_per_client")))
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),

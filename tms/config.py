@@ -150,6 +150,9 @@ SETTINGS: tuple[Setting, ...] = (
             "at most once a day).", minimum=1, maximum=3650),
     Setting("auth", "session_idle_minutes", 0, "A web session unused for this many minutes ends (to within 5 "
             "minutes: last use is recorded every 5); 0 = no idle timeout.", minimum=0, maximum=525_600),
+    Setting("auth", "login_failures_per_client", 20, "Failed sign-ins from one client address (any accounts) "
+            "within 15 minutes before that address waits; raise it when many users share one address (a NAT "
+            "or a proxy).", minimum=1, maximum=1_000_000),
     Setting("auth", "secret_key", "", "Key that encrypts secrets at rest (TOTP seeds); empty = one generated "
             "into data_dir/secret.key. Same value on every replica; back it up apart from the database "
             "(never shown or logged)."),
