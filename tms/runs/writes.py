@@ -8,14 +8,13 @@ Entry points, each a thin caller:
   run holds) and ``store_batch`` (one transaction);
 - one result changed by hand (``PATCH /results/{id}``, the execution view): ``save_one``;
 - a run filled with or emptied of cases: ``add_placeholders`` / ``remove_cases``; bulk assignment:
-  ``assign``; the retention sweep: ``delete_of_run`` / ``sweep_unlinked``.
+  ``assign``; the retention sweep: ``delete_of_run`` / ``sweep_unlinked``; a project's deletion
+  (``tms.library.projects.service``): ``delete_of_project``.
 
 Side effects, each made here once: the run's counts (``RunCounts``) and PENDING -> IN_PROGRESS, the
 ``test_run_result.failed`` events (``ResultFailedEvent``), fingerprints and the first-seen tables
 (``tms.failures.service``), known-issue bugs (the stamp), the flaky re-check after commit, the retest
 flag, the audit entry, the case version (``tms.runs.results.store.upsert_linked``'s SQL) and ``source``.
-A project's deletion (``tms.library.projects.store``) removes its results with the project: the one
-deleter outside this module.
 """
 
 from __future__ import annotations
@@ -371,6 +370,11 @@ async def assign(tx: Transaction, tenant_id: str, run_id: str, result_ids: list[
 async def delete_of_run(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
     """The retention sweep: results of a run it removes whole (the run goes next; no counts to keep)."""
     await result_store.delete_of_run(tx, run_id, result_ids)
+
+
+async def delete_of_project(tx: Transaction, tenant_id: str, project_id: str) -> None:
+    """A project being deleted: all its results (its runs and counters go with it next)."""
+    await result_store.delete_of_project(tx, tenant_id, project_id)
 
 
 async def sweep_unlinked(tx: Transaction, tenant_id: str, cutoff: str, batch: int) -> int:

@@ -12,6 +12,7 @@ from tms.errors import InvalidInput, NotFound
 from tms.ids import new_id, now_iso
 from tms.library.projects import store as project_store
 from tms.library.projects.models import Project, ProjectCreate, ProjectUpdate
+from tms.runs import writes
 from tms.team.audit import service as audit
 
 
@@ -136,9 +137,11 @@ async def delete_project(db: Database, tenant_id: str, project_id: str, attachme
         row = await project_store.get_project(tx, tenant_id, project_id)
         if row is None:
             raise NotFound(f"project {project_id} not found")
+        object_keys = await project_store.delete_attachments_of(tx, tenant_id, project_id)
+        await writes.delete_of_project(tx, tenant_id, project_id)  # the one writer of results
         gone = await project_store.delete_project(tx, tenant_id, project_id)
-        counts = {"cases": gone["cases"], "runs": gone["runs"], "attachments": gone["attachments"]}
+        counts = {"cases": gone["cases"], "runs": gone["runs"], "attachments": len(object_keys)}
         await audit.record(tx, tenant_id, "project.deleted", "project", project_id, {"name": row["name"], **counts})
         # objects another attachment (of another project) still names stay; the sweep catches a miss
-        attachment_service.forget_after_commit(tx, db, attachments_dir, gone["object_keys"])
+        attachment_service.forget_after_commit(tx, db, attachments_dir, object_keys)
     return counts

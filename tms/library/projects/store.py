@@ -92,18 +92,11 @@ async def update_project(tx: Transaction, tenant_id: str, project_id: str, chang
     )
 
 
-async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> dict[str, Any]:
-    """Deletes the project with everything it holds; returns what went (counts, and the storage
-    keys of attachment objects, which the caller lets go once the transaction commits).
-
-    Runs, their results, unlinked results, milestones, plans and sections go by the foreign keys'
-    ON DELETE CASCADE. Attachments have no foreign key to the result tables, a case's project link
-    is ON DELETE SET NULL (a case outlives a project deleted by other means), and a case's versions
-    outlive the case, so those are deleted here explicitly. AI generations stay (their project link
-    becomes NULL): they are the month's quota reservations, and deleting them would hand it back.
-    """
+async def delete_attachments_of(tx: Transaction, tenant_id: str, project_id: str) -> list[str]:
+    """Deletes the attachment rows of the project's results (they have no foreign key to the result
+    tables, so they are found through them: call this before the results go); returns the keys of
+    their objects, which the caller lets go once the transaction commits."""
     params = (tenant_id, project_id)
-    runs = await tx.fetch_value("SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", params)
     attachments = await tx.fetch_all(
         "DELETE FROM attachments WHERE tenant_id = ? AND result_id IN ("
         "SELECT r.id FROM test_runs t JOIN test_results r ON r.run_id = t.id "
@@ -112,16 +105,20 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
         "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name, object_key",
         (tenant_id, *params, *params),
     )
-    # results first, by run (indexed), rather than through the cascade's per-run look-ups
-    await tx.execute(
-        "DELETE FROM test_results WHERE run_id IN (SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
-        params,
-    )
-    await tx.execute(
-        "DELETE FROM unlinked_test_results WHERE run_id IN "
-        "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
-        params,
-    )
+    return [row["object_key"] or row["storage_name"] for row in attachments]
+
+
+async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> dict[str, int]:
+    """Deletes the project with what it still holds once its attachments and results are gone
+    (``delete_attachments_of``, then the one writer of results); returns the counts of cases and runs.
+
+    Runs, milestones, plans and sections go by the foreign keys' ON DELETE CASCADE. A case's project
+    link is ON DELETE SET NULL (a case outlives a project deleted by other means), and a case's versions
+    outlive the case, so those are deleted here explicitly. AI generations stay (their project link
+    becomes NULL): they are the month's quota reservations, and deleting them would hand it back.
+    """
+    params = (tenant_id, project_id)
+    runs = await tx.fetch_value("SELECT COUNT(*) FROM test_runs WHERE tenant_id = ? AND project_id = ?", params)
     # a case's history outlives the case on its own (results point at its versions), not with its project
     await tx.execute(
         "DELETE FROM case_versions WHERE case_id IN (SELECT id FROM test_cases WHERE tenant_id = ? AND project_id = ?) "
@@ -130,9 +127,4 @@ async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> di
     )
     cases = await tx.execute("DELETE FROM test_cases WHERE tenant_id = ? AND project_id = ?", params)
     await tx.execute("DELETE FROM projects WHERE tenant_id = ? AND id = ?", params)
-    return {
-        "cases": cases,
-        "runs": int(runs),
-        "attachments": len(attachments),
-        "object_keys": [row["object_key"] or row["storage_name"] for row in attachments],
-    }
+    return {"cases": cases, "runs": int(runs)}

@@ -421,6 +421,21 @@ async def assign(tx: Transaction, tenant_id: str, run_id: str, result_ids: list[
     )
 
 
+async def delete_of_project(tx: Transaction, tenant_id: str, project_id: str) -> None:
+    """Deletes every result of a project being deleted, by run (indexed), rather than through the
+    cascade's per-run look-ups; its counters go with the project."""
+    params = (tenant_id, project_id)
+    await tx.execute(
+        "DELETE FROM test_results WHERE run_id IN (SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
+        params,
+    )
+    await tx.execute(
+        "DELETE FROM unlinked_test_results WHERE run_id IN "
+        "(SELECT id FROM test_runs WHERE tenant_id = ? AND project_id = ?)",
+        params,
+    )
+
+
 async def delete_of_run(tx: Transaction, run_id: str, result_ids: list[str]) -> None:
     """Deletes these results of a run being removed whole (the retention sweep), linked and unlinked."""
     marks = ",".join("?" * len(result_ids))
