@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from tms.reporter.model import ReportError, TestOutcome, paused_gc, source_file, source_line
-from tms.reporter.reading import cap, first_line
+from tms.reporter.reading import cap, first_line, json_lines
 
 _MAX_OUTPUT = 64_000  # per test kept while reading: a chatty test cannot grow the memory unbounded
 
@@ -108,67 +108,49 @@ def parse_dart(path: str) -> list[TestOutcome]:
     done: dict[Any, _Running] = {}  # shown tests, for an error that comes after their testDone
     shown: list[_Running] = []
     seen_start = False
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
-    except OSError as exc:
-        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
-            if not line.startswith(b"{"):
+    for number, event in json_lines(path, _DECODER, "dart test --reporter json event"):
+        kind = event.type
+        if not seen_start:
+            if kind != "start" or not isinstance(event.protocolVersion, str):
+                raise ReportError(path, "not a dart test --reporter json stream: no start event first",
+                                  number, not_a_report=True)
+            seen_start = True
+            continue
+        if kind == "testStart" and event.test is not None:
+            tests[event.test.id] = _start(event, suites, groups)
+        elif kind == "print":
+            running = tests.get(event.testID)
+            if running is not None and isinstance(event.message, str):
+                _print(running, event)
+        elif kind == "error":
+            running = tests.get(event.testID)
+            if running is not None:
+                running.errors.append(_error_text(event))
+                running.failure = running.failure and event.isFailure is True
                 continue
-            try:
-                event = _DECODER.decode(line)
-            except msgspec.ValidationError as exc:
-                raise ReportError(path, f"not a dart test --reporter json event: {exc}", number) from exc
-            except msgspec.DecodeError as exc:
-                cut = "truncated" in str(exc)
-                reason = "the line is cut short (truncated file?)" if cut else f"malformed JSON: {exc}"
-                raise ReportError(path, reason, number) from exc
-            kind = event.type
-            if not seen_start:
-                if kind != "start" or not isinstance(event.protocolVersion, str):
-                    raise ReportError(path, "not a dart test --reporter json stream: no start event first",
-                                      number, not_a_report=True)
-                seen_start = True
-                continue
-            if kind == "testStart" and event.test is not None:
-                tests[event.test.id] = _start(event, suites, groups)
-            elif kind == "print":
-                running = tests.get(event.testID)
-                if running is not None and isinstance(event.message, str):
-                    _print(running, event)
-            elif kind == "error":
-                running = tests.get(event.testID)
-                if running is not None:
-                    running.errors.append(_error_text(event))
-                    running.failure = running.failure and event.isFailure is True
-                    continue
-                running = done.get(event.testID)
+            running = done.get(event.testID)
+            if running is None:
+                running = hidden.pop(event.testID, None)
                 if running is None:
-                    running = hidden.pop(event.testID, None)
-                    if running is None:
-                        continue
+                    continue
+                done[event.testID] = running
+                shown.append(running)  # a hidden test (setUpAll, loading) is shown once it fails
+            _late_error(running, event)
+        elif kind == "testDone":
+            running = tests.pop(event.testID, None)
+            if running is not None:
+                _done(running, event, path)
+                if event.hidden is True and running.outcome is not None and running.outcome.status == "PASSED":
+                    hidden[event.testID] = running
+                else:
                     done[event.testID] = running
-                    shown.append(running)  # a hidden test (setUpAll, loading) is shown once it fails
-                _late_error(running, event)
-            elif kind == "testDone":
-                running = tests.pop(event.testID, None)
-                if running is not None:
-                    _done(running, event, path)
-                    if event.hidden is True and running.outcome is not None and running.outcome.status == "PASSED":
-                        hidden[event.testID] = running
-                    else:
-                        done[event.testID] = running
-                        shown.append(running)
-            elif kind == "suite" and event.suite is not None:
-                suite_path = event.suite.path if isinstance(event.suite.path, str) else ""
-                platform = event.suite.platform if isinstance(event.suite.platform, str) else ""
-                suites[event.suite.id] = (suite_path.replace("\\", "/").strip(), platform)
-            elif kind == "group" and event.group is not None:
-                _group(event.group, groups)
+                    shown.append(running)
+        elif kind == "suite" and event.suite is not None:
+            suite_path = event.suite.path if isinstance(event.suite.path, str) else ""
+            platform = event.suite.platform if isinstance(event.suite.platform, str) else ""
+            suites[event.suite.id] = (suite_path.replace("\\", "/").strip(), platform)
+        elif kind == "group" and event.group is not None:
+            _group(event.group, groups)
     if not seen_start:
         raise ReportError(path, "not a dart test --reporter json stream: no event line", 1, not_a_report=True)
     for running in tests.values():

@@ -23,7 +23,7 @@ import msgspec
 
 from tms.reporter.junit import to_utc_iso
 from tms.reporter.model import ReportError, TestOutcome, fold_retries, paused_gc
-from tms.reporter.reading import cap, first_line
+from tms.reporter.reading import cap, first_line, json_lines
 
 _FINAL = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
 _MAX_OUTPUT = 64_000  # per test kept while reading: a chatty test cannot grow the memory unbounded
@@ -57,56 +57,38 @@ def parse_gotest(path: str) -> list[TestOutcome]:
     failed_children: dict[tuple[str, str], list[str]] = {}
     levels = _Levels()
     seen_event = False
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
-    except OSError as exc:
-        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
-            if not line.startswith(b"{"):
-                continue
-            try:
-                event = decoder.decode(line)
-            except msgspec.ValidationError as exc:
-                raise ReportError(path, f"not a go test -json event: {exc}", number) from exc
-            except msgspec.DecodeError as exc:
-                cut = "truncated" in str(exc)
-                reason = "the line is cut short (truncated file?)" if cut else f"malformed JSON: {exc}"
-                raise ReportError(path, reason, number) from exc
-            if not event.Action:
-                raise ReportError(path, "not a go test -json event: no Action", number, not_a_report=not seen_event)
-            seen_event = True
-            if not event.Test:
-                if event.Action == "output" and event.Output:
-                    package_output.setdefault(event.Package, []).append(event.Output)
-                elif event.Action == "fail" and event.Package not in package_failed_tests:
-                    outcomes.append(_package_failure(event, package_output.get(event.Package, []), path))
-                continue
-            key = (event.Package, event.Test)
-            if event.Action == "run":
-                levels.of(key)  # a subtest's parent has started before it: that settles its levels
-                running[key] = _Running(event.Time)
-            elif event.Action == "output" and event.Output:
-                state = running.setdefault(key, _Running(event.Time))
-                if state.size < _MAX_OUTPUT:
-                    state.output.append(event.Output)
-                    state.size += len(event.Output)
-            elif event.Action in _FINAL:
-                finished: _Running | None = running.pop(key, None)
-                state = finished or _Running(event.Time)
-                outcome = _outcome(event, _FINAL[event.Action], state, path, levels.of(key))
-                if outcome.status == "FAILED":
-                    package_failed_tests.add(event.Package)
-                    parent = levels.parent.get(key)
-                    if parent is not None:  # a failing subtest fails its parent: the parent says which
-                        failed_children.setdefault((event.Package, parent), []).append(outcome.name)
-                    children = failed_children.pop(key, None)
-                    if children and not outcome.error_message:
-                        outcome.error_message = first_line("subtest failed: " + ", ".join(children))
-                outcomes.append(outcome)
+    for number, event in json_lines(path, decoder, "go test -json event"):
+        if not event.Action:
+            raise ReportError(path, "not a go test -json event: no Action", number, not_a_report=not seen_event)
+        seen_event = True
+        if not event.Test:
+            if event.Action == "output" and event.Output:
+                package_output.setdefault(event.Package, []).append(event.Output)
+            elif event.Action == "fail" and event.Package not in package_failed_tests:
+                outcomes.append(_package_failure(event, package_output.get(event.Package, []), path))
+            continue
+        key = (event.Package, event.Test)
+        if event.Action == "run":
+            levels.of(key)  # a subtest's parent has started before it: that settles its levels
+            running[key] = _Running(event.Time)
+        elif event.Action == "output" and event.Output:
+            state = running.setdefault(key, _Running(event.Time))
+            if state.size < _MAX_OUTPUT:
+                state.output.append(event.Output)
+                state.size += len(event.Output)
+        elif event.Action in _FINAL:
+            finished: _Running | None = running.pop(key, None)
+            state = finished or _Running(event.Time)
+            outcome = _outcome(event, _FINAL[event.Action], state, path, levels.of(key))
+            if outcome.status == "FAILED":
+                package_failed_tests.add(event.Package)
+                parent = levels.parent.get(key)
+                if parent is not None:  # a failing subtest fails its parent: the parent says which
+                    failed_children.setdefault((event.Package, parent), []).append(outcome.name)
+                children = failed_children.pop(key, None)
+                if children and not outcome.error_message:
+                    outcome.error_message = first_line("subtest failed: " + ", ".join(children))
+            outcomes.append(outcome)
     if not seen_event:
         raise ReportError(path, "not a go test -json stream: no event line", 1, not_a_report=True)
     for (package, test), state in running.items():

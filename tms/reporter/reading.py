@@ -83,6 +83,33 @@ def decode_json(path: str, data: bytes, kind: Any, what: str) -> Any:
         raise ReportError(path, "refused: JSON nested too deeply (possible nesting bomb)") from exc
 
 
+def json_lines(path: str, decoder: msgspec.json.Decoder[Any], what: str) -> Iterator[tuple[int, Any]]:
+    """The events of a JSON-lines stream (``go test -json``, ``dart test --reporter json``), one line
+    at a time with its number: lines that are not a JSON object (build output between events) are
+    skipped, a BOM on the first line is dropped, and a line that is not ``what`` is a ReportError
+    naming its number."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below; open's own error named here)
+    except OSError as exc:
+        raise ReportError(path, f"cannot read: {exc.strerror or exc}") from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.startswith(b"{"):
+                continue
+            try:
+                event = decoder.decode(line)
+            except msgspec.ValidationError as exc:
+                raise ReportError(path, f"not a {what}: {exc}", number) from exc
+            except msgspec.DecodeError as exc:
+                cut = "truncated" in str(exc)
+                reason = "the line is cut short (truncated file?)" if cut else f"malformed JSON: {exc}"
+                raise ReportError(path, reason, number) from exc
+            yield number, event
+
+
 def json_error(path: str, data: bytes, exc: Exception) -> ReportError:
     message = str(exc)
     line = None
