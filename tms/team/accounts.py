@@ -114,7 +114,8 @@ async def authenticate_user(db: Database, email: str, password: str, *, owners_o
         member = await user_store.get_member(db, user["tenant_id"], user["id"])
         if member is None or member["role"] != "owner":
             return None
-    new_hash = _hasher.hash(password) if _hasher.check_needs_rehash(stored_hash) else None
+    # a hash made with older (weaker) parameters is renewed; hashing takes ~0.1 s, so off the event loop
+    new_hash = await hash_password(password) if _hasher.check_needs_rehash(stored_hash) else None
     async with db.transaction() as tx:
         await user_store.record_login(tx, user["id"], now_iso(), new_hash)
     return user
