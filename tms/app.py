@@ -73,7 +73,7 @@ from tms.runs.ingest import api as ingest_api
 from tms.runs.results import api as results_api
 from tms.runs.retention import api as retention_api
 from tms.runs.retention import service as retention
-from tms.state import AppState
+from tms.state import AppState, dependencies
 from tms.team import accounts
 from tms.team import api as team_api
 from tms.team import store as user_store
@@ -346,6 +346,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         state=state,
+        dependencies=dependencies(),
         stores={"sessions": session_store},
         middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
                     session_config.middleware, web_sso.login_choices],
