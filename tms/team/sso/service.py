@@ -259,7 +259,8 @@ async def sign_in_choices(db: Database, tenant_id: str | None, next_path: str = 
                           email: str | None = None) -> SignInChoices:
     """The "Sign in with <provider>" buttons the sign-in page shows: the tenant's named in the URL
     (``tenant=``) or found by the domain of ``email``, else the only one of the install; and whether to
-    offer "continue with your work email" (its domain picks the tenant)."""
+    offer "continue with your work email" (its domain picks the tenant). When that team requires single
+    sign-on, the page folds the password form away behind "Team owner?": only the owner's password works."""
     message = ""
     if not tenant_id and email:
         domain = email.strip().rpartition("@")[2].lower()
@@ -273,7 +274,10 @@ async def sign_in_choices(db: Database, tenant_id: str | None, next_path: str = 
     rows, count = await sso_store.enabled_providers(db, tenant_id)
     suffix = "" if next_path in ("", "/") else "&next=" + _quote(next_path)
     buttons = [Button(row["name"], f"/auth/oidc/start?tenant={_quote(row['tenant_id'])}{suffix}") for row in rows]
-    return SignInChoices(buttons=buttons, by_email=count > len(buttons), message=message, email=email or "")
+    # only for a team asked for by name or email: the only team of the install with SSO hides no one's password
+    hidden = bool(tenant_id) and len(rows) == 1 and bool(rows[0]["sso_required"])
+    return SignInChoices(buttons=buttons, by_email=count > len(buttons), message=message, email=email or "",
+                         password_hidden=hidden)
 
 
 def _quote(value: str) -> str:
