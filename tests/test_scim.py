@@ -209,6 +209,10 @@ def test_only_a_scim_token_gets_in_and_only_to_its_tenant(tenant: Tenant, other_
         with scim_client(tenant, token) as wrong_scope:
             assert_scim_error(wrong_scope.get("/Users"), 403)
             assert_scim_error(wrong_scope.post("/Users", json={"schemas": [USER], "userName": "x@example.com"}), 403)
+    refused = tenant.api.get("/api/v1/audit", params={"action": "scim.request_refused"}).json()["data"]
+    assert sorted((entry["actor"]["name"], entry["changes"]["request"]) for entry in refused) == [
+        (name, request) for name in ("ci", "reporting") for request in ("GET /scim/v2/Users", "POST /scim/v2/Users")]
+    assert all(entry["changes"]["reason"] == "token without the scim scope" for entry in refused)
     with httpx.Client(base_url=f"{tenant.server.url}/scim/v2") as anonymous:
         assert_scim_error(anonymous.get("/Users"), 401)
     # the scim scope does not reach /api/v1

@@ -56,6 +56,8 @@ async def scim_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: Ba
     state.token_usage.mark(principal.token_id)
     acting_as(Actor("token", principal.token_id, principal.token_name))
     if "scim" not in principal.scopes:
+        await service.record_refused_token(state.db, principal.tenant_id, principal.token_id,
+                                           f"{connection.scope.get('method', '')} {connection.url.path}")
         raise ForbiddenException(detail="SCIM provisioning needs a token with the 'scim' scope.")
     connection.scope["user"] = principal
 

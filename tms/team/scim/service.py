@@ -545,3 +545,11 @@ def domain_error(exc: DomainError) -> SCIMException:
     if isinstance(exc, Conflict):
         return UniquenessException(detail=exc.detail)
     return InvalidValueException(detail=exc.detail)
+
+
+async def record_refused_token(db: Database, tenant_id: str, token_id: str, request: str) -> None:
+    """An audit entry for a request whose token lacks the ``scim`` scope (a read or write token pasted
+    into the provider by mistake, or one trying what it may not): the tenant's admins see who and what."""
+    async with db.transaction() as tx:
+        await audit.record(tx, tenant_id, "scim.request_refused", "token", token_id,
+                           {"reason": "token without the scim scope", "request": request[:300]})
