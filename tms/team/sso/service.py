@@ -403,6 +403,11 @@ async def finish(db: Database, config: Config, *, state: str, code: str, error: 
     return SignedIn(user_id, settings.tenant_id, login.next_path)
 
 
+async def _claimed_by_another_team(db: Database, tenant_id: str, email: str) -> bool:
+    domain = email.rpartition("@")[2].lower()
+    return any(other != tenant_id for other in await sso_store.tenants_for_domain(db, domain))
+
+
 def _mapped_role(settings: ProviderSettings, identity: Identity) -> str | None:
     """The highest role the user's groups map to; the default role when a mapping is set and none
     matches; None when the tenant maps no groups (roles are then managed in TMS)."""
@@ -438,6 +443,11 @@ async def _provision(db: Database, settings: ProviderSettings, identity: Identit
         if not settings.create_users:
             raise await _refuse(db, settings, "no such member", who,
                                 message=f"{email} is not a member of this team; ask an admin to invite you.")
+        if not settings.allowed_domains and await _claimed_by_another_team(db, settings.tenant_id, email):
+            # "any verified address" is any address no other team claims: no squatting another team's people
+            raise await _refuse(db, settings, "email domain of another team", who,
+                                message=f"Addresses of {email.rpartition('@')[2]} belong to another team on this "
+                                        "server; ask an admin of this team to invite you.")
         user_id = new_id()
         role = role or settings.default_role
         async with db.transaction() as tx:  # one writer at a time: the check and the insert cannot race
