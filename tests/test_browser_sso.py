@@ -138,6 +138,9 @@ def test_a_teammate_signs_in_through_the_providers_own_pages(server: ServerProce
         assert "signs in with Acme ID" in later.locator("p.error").inner_text()
         later.goto(f"{base}/runs")
         assert later.url.startswith(f"{base}/login")  # not signed in
+        with ThreadPoolExecutor(1) as pool:
+            actions = pool.submit(audit_actions, tenant).result()
+        assert ("user.sign_in_failed", {"method": "password", "reason": "SSO required"}) in actions
 
         # the owner's password still works: the way back in when the provider fails
         context, way_back = _context(browser)

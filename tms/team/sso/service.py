@@ -243,12 +243,17 @@ async def password_sign_in_refused(db: Database, user_id: str) -> str | None:
     """Why this user may not sign in with a password, or None when they may.
 
     The password sign-in calls it after the password matched: with "SSO required" on for the user's
-    tenant only the owner (the way back in when the provider fails) signs in with a password."""
+    tenant only the owner (the way back in when the provider fails) signs in with a password. A refusal
+    is an audit entry (``user.sign_in_failed``, reason ``SSO required``)."""
     user = await user_store.get_user(db, user_id)
     if user is None or user["role"] == "owner" or not await sso_store.sso_required(db, user["tenant_id"]):
         return None
     provider = await sso_store.get_provider(db, user["tenant_id"])
     name = provider.name if provider is not None else "single sign-on"
+    audit.acting_as(audit.Actor("user", user["id"], user["name"] or user["email"]))
+    async with db.transaction() as tx:
+        await audit.record(tx, user["tenant_id"], "user.sign_in_failed", "user", user["id"],
+                           {"method": "password", "reason": "SSO required"})
     return f"{user['tenant_name']} signs in with {name}: use “Sign in with {name}” instead of a password."
 
 
