@@ -33,8 +33,8 @@ from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.ldap import client, store
 from tms.team.ldap.client import DirectoryError, WrongCredentials
-from tms.team.signin import secret_box
 from tms.team.scim.service import ROLE_ORDER, format_group_role_map, parse_group_role_map
+from tms.team.signin import secret_box
 
 __all__ = ["DirectoryError", "SignInRefused", "WrongCredentials"]
 
@@ -75,7 +75,8 @@ def _settings(row: Row | None) -> LdapSettings:
     return LdapSettings(
         enabled=bool(row["enabled"]), url=row["url"], start_tls=bool(row["start_tls"]), ca_cert=row["ca_cert"],
         user_dn_template=row["user_dn_template"], search_base=row["search_base"],
-        search_filter=row["search_filter"], bind_dn=row["bind_dn"], has_bind_password=bool(row["bind_password"] or row["bind_password_sealed"]),
+        search_filter=row["search_filter"], bind_dn=row["bind_dn"],
+        has_bind_password=bool(row["bind_password"] or row["bind_password_sealed"]),
         group_base=row["group_base"], group_role_map=msgspec.json.decode(row["group_role_map"]),
         default_role=row["default_role"])
 
