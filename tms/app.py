@@ -80,6 +80,7 @@ from tms.team import store as user_store
 from tms.team import web as web_team
 from tms.team.audit import service as audit
 from tms.team.audit import web as web_audit
+from tms.team.ldap import service as ldap_service
 from tms.team.ldap import web as web_ldap
 from tms.team.me import api as me_api
 from tms.team.scim import api as scim_api
@@ -250,6 +251,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.open()
+        # LDAP bind passwords stored in clear before migration 0042 are encrypted (a migration cannot)
+        await ldap_service.seal_plain_passwords(db, config)
         config.attachments_dir.mkdir(parents=True, exist_ok=True)
         await _offer_setup(app)
         # the CSRF middleware reads its secret from this config object on each request
