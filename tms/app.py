@@ -56,6 +56,9 @@ from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
 from tms.notifications.dispatcher import Dispatcher
 from tms.notifications.gauge import RequestGauge
+from tms.notifications.inbox import api as inbox_api
+from tms.notifications.inbox import service as inbox_service
+from tms.notifications.inbox import web as inbox_web
 from tms.operations import api as operations_api
 from tms.operations.reference import ApiReferencePlugin
 from tms.planning.dashboard import web as web_home
@@ -209,6 +212,8 @@ def _web_routers() -> list[Any]:
         web_audit.router(),
         web_webhooks.router(),
         webhooks_api.router(),
+        inbox_api.router(),
+        inbox_web.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
@@ -290,6 +295,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             await dispatcher.stop()
             await flaky_watcher.idle()
             await attachment_service.settle_pending()
+            await inbox_service.settle_mail()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -318,7 +324,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         httponly=True,
         samesite="lax",
         secure=config.production,
-        exclude=["/api/v1", "/scim/", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
+        exclude=["/api/v1(?!/notifications)", "/scim/", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine,

@@ -29,7 +29,7 @@ from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
 from tms.runs.results.models import RESULT_STATUSES
-from tms.state import app_state, db_of
+from tms.state import app_state, config_of, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
@@ -166,7 +166,8 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
         try:
             body = msgspec.convert(patch, ResultPatch)
             saved = await executions.update_result(db_of(request), tenant_of(request), result_id, body,
-                                                   loaded_updated_at=form["loaded_updated_at"] or None)
+                                                   loaded_updated_at=form["loaded_updated_at"] or None,
+                                                   config=config_of(request))
         except msgspec.ValidationError as exc:
             errors["form"] = str(exc)
         except DomainError as exc:
