@@ -46,6 +46,8 @@ from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
+from tms.library.comments import api as comments_api
+from tms.library.comments import web as comments_web
 from tms.library.fields import api as fields_api
 from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
@@ -174,6 +176,7 @@ def _api_router() -> Router:
             *reports_api.HANDLERS,
             *integrations_api.HANDLERS,
             *traceability_api.HANDLERS,
+            *comments_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -214,6 +217,7 @@ def _web_routers() -> list[Any]:
         webhooks_api.router(),
         inbox_api.router(),
         inbox_web.router(),
+        comments_web.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),

@@ -26,7 +26,7 @@ ALTER TABLE users ADD COLUMN notify_mail BIGINT NOT NULL DEFAULT 1 CHECK (notify
 CREATE TABLE comments (
     id          TEXT PRIMARY KEY,
     tenant_id   TEXT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    project_id  TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    project_id  TEXT REFERENCES projects (id) ON DELETE CASCADE,   -- NULL: a case outside any project
     target_kind TEXT NOT NULL CHECK (target_kind IN ('case', 'result')),
     target_id   TEXT NOT NULL,
     author_kind TEXT NOT NULL CHECK (author_kind IN ('user', 'token')),

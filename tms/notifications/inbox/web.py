@@ -7,8 +7,8 @@ from __future__ import annotations
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
-from tms.errors import DomainError
-from tms.http.pages import AnyRequest, done, form_of, page_numbers, render, user_of
+from tms.errors import NotFound
+from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, user_of
 from tms.http.paging import page_offset
 from tms.notifications.inbox import service
 from tms.state import db_of
@@ -44,8 +44,8 @@ async def read_one(request: AnyRequest, notification_id: str) -> Redirect:
     try:
         note = await service.mark_read(db_of(request), user.tenant_id, user.id, notification_id,
                                        single.get("read", "1") != "0")
-    except DomainError as exc:
-        return done(request, "/notifications", exc.detail, "error")
+    except NotFound as exc:
+        raise not_found("notification") from exc
     if single.get("open") == "1" and note.link.startswith("/") and not note.link.startswith("//"):
         return Redirect(note.link, status_code=303)
     return done(request, "/notifications", "Marked read." if note.read else "Marked unread.")

@@ -23,6 +23,7 @@ from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.library.cases import store as case_store
+from tms.library.comments.web import thread_context
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
 from tms.runs.executions import service as executions
@@ -80,10 +81,12 @@ def _page_number(raw: object) -> int:
 
 
 @get("/results/{result_id:str}/execute")
-async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1) -> Template:
+async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1,
+                       comments_offset: int = 0) -> Template:
     context = await _context(request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
-                  form=_form_from_row(context["result"], context["steps"]), **context)
+                  form=_form_from_row(context["result"], context["steps"]), **context,
+                  **await thread_context(request, "result", context["result"]["id"], comments_offset))
 
 
 def _read_form(single: dict[str, str], first: int, last: int,
