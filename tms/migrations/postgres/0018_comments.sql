@@ -40,3 +40,13 @@ CREATE TABLE comments (
 );
 CREATE INDEX comments_target ON comments (tenant_id, target_kind, target_id, created_at, id);
 CREATE INDEX comments_project ON comments (project_id);
+
+-- A case's removal (one, in bulk, or with its project) takes its comments, by index, in the same write.
+-- (A result's comments go with its project: the results tables stay free of per-row triggers.)
+CREATE FUNCTION comments_case_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM comments WHERE tenant_id = OLD.tenant_id AND target_kind = 'case' AND target_id = OLD.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER comments_case_deleted AFTER DELETE ON test_cases
+    FOR EACH ROW EXECUTE FUNCTION comments_case_deleted();
