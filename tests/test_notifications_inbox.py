@@ -160,6 +160,13 @@ def test_a_notification_is_mailed_unless_the_user_switched_it_off(
     first = mails.wait_for(quiet.email)
     assert "Case" in first["Subject"] and "1 result" not in first["Subject"], first["Subject"]
 
+    # a mention is mailed the same way, with the link to the comment
+    comment = tenant.api.post(f"/api/v1/results/{results[0]}/comments", json={"body": f"@{keen.email} look"})
+    assert comment.status_code == 201, comment.text
+    mention = mails.wait_for(keen.email, 2)
+    assert "mentioned you" in mention["Subject"]
+    assert f"#comment-{comment.json()['data']['id']}" in mention.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+
 
 def test_the_bell_the_inbox_page_and_the_account_switch(tenant: Tenant) -> None:
     tester = add_member(tenant, "tester")
