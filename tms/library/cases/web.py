@@ -20,6 +20,7 @@ from tms.http.paging import page_offset
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
+from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.gherkin.html import error_lines, highlight
 from tms.library.projects import service as project_service
@@ -335,7 +336,7 @@ async def _case_or_404(request: AnyRequest, case_id: str) -> Any:
 
 
 @get("/{case_id:str}")
-async def case_page(request: AnyRequest, case_id: str) -> Template:
+async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     case = await _case_or_404(request, case_id)
     project = None
@@ -357,7 +358,8 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
     return render(request, "cases/detail.html", active_nav="cases", case=case, project=project, field_values=shown,
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
-                  pickable=pickable, section_path=section_path, changes=changes, **CHOICES)
+                  pickable=pickable, section_path=section_path, changes=changes, **CHOICES,
+                  **await thread_context(request, "case", case.id, comments_offset))
 
 
 @get("/{case_id:str}/edit")
