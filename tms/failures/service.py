@@ -25,9 +25,7 @@ from tms.ids import iso_days_ago, now_iso
 from tms.library.cases.service import find_case_row
 from tms.library.gherkin.service import checklist_page, off_loop
 from tms.runs import store as run_store
-
-FAILING = frozenset(("FAILED", "BROKEN"))
-
+from tms.runs.statuses import FAILING
 
 # ---- write time ------------------------------------------------------------------------------------
 

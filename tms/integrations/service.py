@@ -41,6 +41,7 @@ from tms.runs.executions import service as executions
 from tms.runs.executions.models import ResultPatch
 from tms.runs.models import Run
 from tms.runs.results.models import Result
+from tms.runs.statuses import FAILING
 from tms.team.audit import service as audit
 from tms.team.signin import secret_box
 
@@ -439,7 +440,7 @@ def _timeout(config: Config) -> float:
 
 # --- create a defect from a failed result ---------------------------------------------------------
 
-FAILING_STATUSES = ("FAILED", "BROKEN")
+FAILING_STATUSES = FAILING
 # a claim older than this is a crashed creation's leftover (the tracker call itself times out long before)
 CLAIM_STALE_SECONDS = 300
 _MAX_STACK = 8_000

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from tms.db import Database, Row
+from tms.runs.statuses import RESULT_STATUSES
 
 _RUN_COLUMNS = ("id, name, project_id, environment, status, created_at, completed_at, milestone_id, plan_id, "
                 "results_total AS total, results_passed AS passed, results_failed AS failed, "
@@ -17,7 +18,7 @@ _RUN_COLUMNS = ("id, name, project_id, environment, status, created_at, complete
 # one status column per count, added natively on both backends (see docs/DEVELOPING.md)
 _STATUS_SUMS = ", ".join(
     f"SUM(CASE WHEN status = '{status}' THEN 1 ELSE 0 END) AS {status.lower()}"
-    for status in ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+    for status in RESULT_STATUSES
 )
 _IN_RUNS = "run_id IN (SELECT value FROM json_each(:runs))"
 RUNS_LISTED = 500  # a plan's or milestone's report lists its newest runs, up to this many
@@ -117,7 +118,7 @@ async def sections(db: Database, tenant_id: str, project_id: str) -> list[Row]:
 def _prefixed_sums(alias: str) -> str:
     return ", ".join(
         f"SUM(CASE WHEN {alias}.status = '{status}' THEN 1 ELSE 0 END) AS {status.lower()}"
-        for status in ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+        for status in RESULT_STATUSES
     )
 
 

@@ -26,13 +26,13 @@ from tms.runs import service as run_service
 from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunUpdate
 from tms.runs.results import store as result_store
+from tms.runs.statuses import RESULT_STATUSES, counted
 from tms.state import app_state, db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
-RESULT_STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 # results shown per page of a run; a 20,000-result nightly run must not become a 50 MB page
 RESULTS_PAGE = 200
 
@@ -40,9 +40,7 @@ RESULTS_PAGE = 200
 def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
     """(status, count, percent) for the stacked bar of a run."""
     total = counts.total or 0
-    pairs = [("PASSED", counts.passed), ("FAILED", counts.failed), ("BROKEN", counts.broken),
-             ("SKIPPED", counts.skipped), ("UNKNOWN", counts.unknown)]
-    return [(status, n, 100.0 * n / total) for status, n in pairs if n and total]
+    return [(status, n, 100.0 * n / total) for status, n in counted(counts) if n and total]
 
 
 @get("/runs")

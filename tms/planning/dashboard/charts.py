@@ -11,19 +11,17 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-COLORS = {"PASSED": "#1a7f37", "FAILED": "#cf222e", "BROKEN": "#bc4c00", "SKIPPED": "#8c959f",
-          "UNKNOWN": "#d0d7de"}
-_ORDER = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+from tms.runs.statuses import COLORS, RESULT_STATUSES, counted, label
 
 
 def _counts(run: Any) -> dict[str, int]:
-    c = run.counts
-    return {"PASSED": c.passed, "FAILED": c.failed, "BROKEN": c.broken, "SKIPPED": c.skipped, "UNKNOWN": c.unknown}
+    return dict(counted(run.counts))
 
 
 def _summary(run: Any) -> str:
     counts = _counts(run)
-    parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
+    kind = getattr(run, "kind", None)
+    parts = [f"{n} {label(status, kind).lower()}" for status, n in counts.items() if n]
     return f"{run.name}: " + (", ".join(parts) if parts else "no results")
 
 
@@ -51,7 +49,7 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
         if not total:
             body.append(f'<rect x="{x:.1f}" y="{top}" width="{bar_w:.1f}" height="{plot_h}" fill="#eaeef2"/>')
         y = float(top)
-        for status in _ORDER:
+        for status in RESULT_STATUSES:
             if not counts[status] or not total:
                 continue
             h = plot_h * counts[status] / total
@@ -103,5 +101,5 @@ def pass_rate_trend(points: Sequence[tuple[Any, float | None]], chart_id: str = 
                     f'<text x="{width - 2}" y="{height - 6}" class="tick" text-anchor="end">latest</text>')
     rated = [f"{run.name} {rate * 100:.0f}%" for run, rate in points if rate is not None]
     desc = (f"Pass rate of the last {len(points)} runs, oldest first: " + ", ".join(rated)) if rated else \
-        "No run has passed, failed or broken results yet."
+        "No run has passed, failed or blocked results yet."
     return _svg(chart_id, "Pass rate trend", desc, width, height, body)

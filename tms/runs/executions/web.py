@@ -28,7 +28,7 @@ from tms.runs import store as run_store
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
-from tms.runs.results.models import RESULT_STATUSES
+from tms.runs.statuses import RESULT_STATUSES
 from tms.state import app_state, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
