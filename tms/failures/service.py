@@ -149,6 +149,13 @@ async def _run(db: Database, tenant_id: str, run_id: str) -> Row:
     return run
 
 
+async def fingerprint_messages(db: Database, tenant_id: str, project_id: str, fingerprints: list[str]
+                               ) -> dict[str, str]:
+    """fingerprint -> the first message seen with it: a known issue reads as its failure, not its hash."""
+    rows = await store.first_seen(db, tenant_id, project_id, [f for f in fingerprints if f])
+    return {fingerprint: row["error_message"] or "" for fingerprint, row in rows.items()}
+
+
 async def clusters(db: Database, tenant_id: str, run_id: str) -> list[Cluster]:
     """The run's FAILED and BROKEN results grouped by fingerprint, largest cluster first.
 

@@ -101,7 +101,7 @@ def texts_to_match(items: Sequence[ResultIn | None]) -> Iterator[tuple[str | Non
     """(message, stack) of each item the stamper will match against known issues: a failure naming no
     bug (lazily: ``known_issues.match_ahead`` walks it in its worker thread)."""
     return ((item.error_message, item.error_stack) for item in items
-            if item is not None and item.status in failures.FAILING and item.bug_ticket_key is None)
+            if item is not None and item.status in FAILING and item.bug_ticket_key is None)
 
 
 async def matcher_ahead(db: Database, tenant_id: str, project_id: str,

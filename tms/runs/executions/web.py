@@ -25,6 +25,7 @@ from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, r
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
+from tms.runs.executions import durations
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
@@ -66,7 +67,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
 
 def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {"status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
-            "bug_ticket_url": row["bug_ticket_url"] or "", "duration_ms": row["duration_ms"] or 0,
+            "bug_ticket_url": row["bug_ticket_url"] or "", "duration": durations.words(row["duration_ms"] or 0),
             "assignee_id": row["assignee_id"] or "", "loaded_updated_at": row["updated_at"],
             "steps": {i: s["status"] for i, s in steps.items()},
             "notes": {i: s.get("comment") or "" for i, s in steps.items()}}
@@ -96,7 +97,7 @@ def _read_form(single: dict[str, str], first: int, last: int,
     form: dict[str, Any] = {key: single.get(key, "") for key in ("status", "comment", "bug_ticket_key",
                                                                  "bug_ticket_url", "assignee_id",
                                                                  "loaded_updated_at")}
-    form["duration_ms"] = single.get("duration_ms", "")
+    form["duration"] = single.get("duration", "")
     if form["status"] not in RESULT_STATUSES:
         errors["status"] = "Choose the result's status."
     if len(form["comment"]) > 20_000:
@@ -107,14 +108,10 @@ def _read_form(single: dict[str, str], first: int, last: int,
     if url and (not url.lower().startswith(("http://", "https://")) or len(url) > 2000 or " " in url):
         errors["bug_ticket_url"] = "Enter an http:// or https:// address."
     duration: int | None = None
-    raw = str(form["duration_ms"]).strip()
-    if raw:
-        try:
-            duration = int(raw)
-            if duration < 0:
-                raise ValueError
-        except ValueError:
-            errors["duration_ms"] = "The duration is a whole number of milliseconds."
+    try:
+        duration = durations.parse(str(form["duration"]))
+    except ValueError:
+        errors["duration"] = "Type the time it took, e.g. 1m 30s, 45s or 1:30."
     steps, notes = {}, {}
     step_results = [item for item in kept if item["index"] < first]
     for index in range(first, last + 1):
