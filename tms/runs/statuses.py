@@ -24,6 +24,8 @@ LABELS: dict[str, str] = {"PASSED": "Passed", "FAILED": "Failed", "BROKEN": "Blo
 AUTOMATED_UNKNOWN = "Unknown"
 COLORS: dict[str, str] = {"PASSED": "#1a7f37", "FAILED": "#cf222e", "BROKEN": "#bc4c00", "SKIPPED": "#8c959f",
                           "UNKNOWN": "#d0d7de"}
+# other enum values pages show through the same filter, kept as written (a case's layer "UI", not "Ui")
+ACRONYMS = frozenset(("UI", "API", "E2E", "CI"))
 # the keys of a counts object (RunCounts, reports' Counts, ...) holding each status's number
 COUNT_KEYS: dict[str, str] = {status: status.lower() for status in RESULT_STATUSES}
 
@@ -35,7 +37,9 @@ def label(status: str | None, source: str | None = None) -> str:
         return ""
     if status == "UNKNOWN" and source == "automated":
         return AUTOMATED_UNKNOWN
-    return LABELS.get(status) or status.replace("_", " ").lower().capitalize()
+    if status in LABELS:
+        return LABELS[status]
+    return status if status in ACRONYMS else str(status).replace("_", " ").lower().capitalize()
 
 
 def counted(counts: Any) -> list[tuple[str, int]]:

@@ -25,6 +25,18 @@ def _summary(run: Any) -> str:
     return f"{run.name}: " + (", ".join(parts) if parts else "no results")
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _day(run: Any) -> str:
+    """"Nov 26" of the run's creation time (ISO text); empty when it has none."""
+    created = str(getattr(run, "created_at", "") or "")
+    try:
+        return f"{_MONTHS[int(created[5:7]) - 1]} {int(created[8:10])}"
+    except (ValueError, IndexError):
+        return ""
+
+
 def _svg(chart_id: str, title: str, desc: str, width: int, height: int, body: list[str]) -> Markup:
     head = (
         f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-labelledby="{chart_id}-t {chart_id}-d" '
@@ -41,6 +53,7 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
     slot = (width - left - 4) / max(len(runs), 1)
     bar_w = max(4.0, min(36.0, slot * 0.7))
     body = [_grid(left, top, plot_h, width)]
+    every = max(1, int(40 // slot) + (40 % slot > 0))  # a day label is about 40 units wide
     for index, run in enumerate(runs):
         counts = _counts(run)
         total = sum(counts.values())
@@ -57,9 +70,11 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
                         f'fill="{COLORS[status]}"/>')
             y += h
         body.append("</g>")
-        body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 8}" class="tick" text-anchor="middle">'
-                    f"{len(runs) - index}</text>")
-    desc = "Oldest to newest; the number under a column counts back from the latest run (1). " + "; ".join(
+        # the run's day under its column (issue 24: not a countdown), as many as fit side by side
+        if index % every == 0 or index == len(runs) - 1:
+            body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 8}" class="tick" text-anchor="middle">'
+                        f"{escape(_day(run))}</text>")
+    desc = "Oldest on the left, latest on the right, each column under its run's day. " + "; ".join(
         _summary(run) for run in runs)
     return _svg(chart_id, "Result mix of the last runs", desc, width, height, body)
 
