@@ -547,6 +547,11 @@ async def defect_integrations(db: Database, tenant_id: str) -> list[Row]:
     return [row for row in await integration_store.list_integrations(db, tenant_id) if outbound_ready(row)]
 
 
+async def can_create_issues(db: Database, tenant_id: str) -> bool:
+    """Whether "Create issue" may be offered: an integration of the tenant has outbound credentials."""
+    return bool(await defect_integrations(db, tenant_id))
+
+
 async def create_defect(db: Database, config: Config, tenant_id: str, result_id: str, body: DefectCreate) -> Defect:
     """Creates the issue in the tracker, then sets the result's bug key and URL (one write).
 

@@ -22,6 +22,7 @@ from tms.attachments import service as attachment_service
 from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.integrations import service as integration_service
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
@@ -29,13 +30,13 @@ from tms.runs.executions import durations
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
-from tms.runs.statuses import RESULT_STATUSES
+from tms.runs.statuses import LABELS, RESULT_STATUSES
 from tms.state import app_state, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
-STEP_STATUSES = (("PASSED", "Passed", "p"), ("FAILED", "Failed", "f"), ("BROKEN", "Blocked", "b"),
-                 ("SKIPPED", "Skipped", "s"))
+# (status, its word, its key): p f b s; a step is not marked "untested", it is left unmarked
+STEP_STATUSES = tuple((status, LABELS[status], status[0].lower()) for status in RESULT_STATUSES if status != "UNKNOWN")
 _steps_decoder = msgspec.json.Decoder(list[dict[str, Any]])
 
 
@@ -62,7 +63,10 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
             "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
             "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
             "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES,
-            "can_write": user_of(request).has_role("tester")}
+            "can_write": user_of(request).has_role("tester"),
+            # "Create issue" for a failed or blocked result, when a tracker can take it (issue 27)
+            "can_file_issue": user_of(request).has_role("tester")
+            and await integration_service.can_create_issues(db, tenant)}
 
 
 def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dict[str, Any]:
