@@ -3,7 +3,7 @@ tester runs the morning's manual regression of the same cases in the execution v
 reads the day: the run page, its failure clusters with their "new" badges, the flaky list and the
 comparison with a baseline chosen on the compare page; each in the words a tester reads (Blocked,
 Untested, "1m 30s"). Screenshots go to $TMS_SCREENSHOTS (`TMS_SCREENSHOTS=docs/screenshots` refreshes the
-README's execute.png, run.png, clusters.png, compare.png and flaky.png).
+README's execute.png and clusters.png, and team-day-run.png, compare-baseline.png and flaky.png).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     assert "Case PAY-1" in pay.locator(".result-title").inner_text()
     assert "tests/test_pay.py::test_card" in pay.locator(".test-path").inner_text()
     assert no_horizontal_overflow(page)
-    shot(page, "run")
+    shot(page, "team-day-run")
     page.locator("#clusters").scroll_into_view_if_needed()
     shot(page, "clusters", full_page=False)
 
@@ -134,4 +134,4 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     new_rows = page.locator("#new table tbody tr")
     assert "Passed" in new_rows.first.inner_text() and "Failed" in new_rows.first.inner_text()
     assert no_horizontal_overflow(page)
-    shot(page, "compare")
+    shot(page, "compare-baseline")
