@@ -54,6 +54,7 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
     bar_w = max(4.0, min(36.0, slot * 0.7))
     body = [_grid(left, top, plot_h, width)]
     every = max(1, int(40 // slot) + (40 % slot > 0))  # a day label is about 40 units wide
+    shown_day, last_tick = "", -every
     for index, run in enumerate(runs):
         counts = _counts(run)
         total = sum(counts.values())
@@ -70,11 +71,18 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
                         f'fill="{COLORS[status]}"/>')
             y += h
         body.append("</g>")
-        # the run's day under its column (issue 24: not a countdown), as many as fit side by side
-        if index % every == 0 or index == len(runs) - 1:
+        # under the columns, oldest on the left (issue 24: not a countdown): a day where one begins, as
+        # many as fit side by side, and "latest" under the newest run
+        day = _day(run)
+        tick = "latest" if index == len(runs) - 1 and len(runs) > 1 else (
+            day if day != shown_day and index - last_tick >= every
+            and (len(runs) == 1 or index + every <= len(runs) - 1) else "")  # room left for "latest"
+        if tick:
+            if tick == day:
+                shown_day, last_tick = day, index
             body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 8}" class="tick" text-anchor="middle">'
-                        f"{escape(_day(run))}</text>")
-    desc = "Oldest on the left, latest on the right, each column under its run's day. " + "; ".join(
+                        f"{escape(tick)}</text>")
+    desc = "Oldest on the left, latest on the right; a day is written under the first run of that day. " + "; ".join(
         _summary(run) for run in runs)
     return _svg(chart_id, "Result mix of the last runs", desc, width, height, body)
 
