@@ -73,7 +73,7 @@
     return Math.round(total);
   };
   const toWords = (ms) => {
-    const s = Math.floor(ms / 1000);
+    const s = ms > 0 ? Math.max(1, Math.round(ms / 1000)) : 0;  // a started timer never reads "0s"
     const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), rest = s % 60;
     const parts = [];
     if (h) parts.push(`${h}h`);
@@ -92,7 +92,8 @@
     const now = Date.now();
     if (running) {
       elapsed += now - last;
-      durationInput.value = toWords(elapsed);
+      // never under the tester's caret: the field being typed in keeps what they type
+      if (document.activeElement !== durationInput) durationInput.value = toWords(elapsed);
     }
     last = now;
     show();
