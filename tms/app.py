@@ -242,7 +242,7 @@ def _template_filters(engine: JinjaTemplateEngine) -> None:
     # one word per result status on every page (Blocked, Untested): tms.runs.statuses owns them (issue 23)
     engine.engine.filters["status_label"] = statuses.label
     engine.engine.globals.update(RESULT_STATUSES=statuses.RESULT_STATUSES, STATUS_LABELS=statuses.LABELS,
-                                 STATUS_COLORS=statuses.COLORS)
+                                 STATUS_COLORS=statuses.COLORS, FAILING_STATUSES=statuses.FAILING)
 
 
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
