@@ -109,6 +109,13 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     page.locator("#clusters").scroll_into_view_if_needed()
     shot(page, "clusters", full_page=False)
 
+    # case codes stay one word at 1280 px (SHOP-123 never breaks at its hyphen)
+    page.goto(f"{base}/cases?project_id={project}")
+    codes = page.locator("table a > code")
+    assert codes.count() == len(CODES)
+    assert {codes.nth(i).evaluate("e => getComputedStyle(e).whiteSpace") for i in range(codes.count())} == {"nowrap"}
+    assert all(codes.nth(i).evaluate("e => e.getClientRects().length") == 1 for i in range(codes.count()))
+
     # --- the flaky list: the flip-flop only, within its environment; the regression is no flake --------
     page.goto(f"{base}/flaky?project_id={project}")
     flaky = page.locator("#flaky tbody tr")
