@@ -71,6 +71,7 @@ from tms.planning.plans import web as web_plans
 from tms.reports import api as reports_api
 from tms.reports import web as reports_web
 from tms.runs import api as runs_api
+from tms.runs import statuses
 from tms.runs import web as web_runs
 from tms.runs.executions import api as executions_api
 from tms.runs.executions import web as web_execution
@@ -248,6 +249,10 @@ async def _offer_setup(app: Litestar) -> None:
 def _template_filters(engine: JinjaTemplateEngine) -> None:
     """Filters every page may use: one reading of an audit entry's ``changes`` for all of them."""
     engine.engine.filters["change_lines"] = audit.change_lines
+    # one word per result status on every page (Blocked, Untested): tms.runs.statuses owns them (issue 23)
+    engine.engine.filters["status_label"] = statuses.label
+    engine.engine.globals.update(RESULT_STATUSES=statuses.RESULT_STATUSES, STATUS_LABELS=statuses.LABELS,
+                                 STATUS_COLORS=statuses.COLORS, FAILING_STATUSES=statuses.FAILING)
 
 
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:

@@ -25,9 +25,7 @@ from tms.ids import iso_days_ago, now_iso
 from tms.library.cases.service import find_case_row
 from tms.library.gherkin.service import checklist_page, off_loop
 from tms.runs import store as run_store
-
-FAILING = frozenset(("FAILED", "BROKEN"))
-
+from tms.runs.statuses import FAILING
 
 # ---- write time ------------------------------------------------------------------------------------
 
@@ -149,6 +147,13 @@ async def _run(db: Database, tenant_id: str, run_id: str) -> Row:
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run
+
+
+async def fingerprint_messages(db: Database, tenant_id: str, project_id: str, fingerprints: list[str]
+                               ) -> dict[str, str]:
+    """fingerprint -> the first message seen with it: a known issue reads as its failure, not its hash."""
+    rows = await store.first_seen(db, tenant_id, project_id, [f for f in fingerprints if f])
+    return {fingerprint: row["error_message"] or "" for fingerprint, row in rows.items()}
 
 
 async def clusters(db: Database, tenant_id: str, run_id: str) -> list[Cluster]:

@@ -35,7 +35,8 @@ from tms.notifications.events import EVENT_NAMES
 from tms.planning.milestones.models import MILESTONE_STATUSES
 from tms.runs.ingest.models import NUL_REPLACED_FIELDS, IngestBody
 from tms.runs.models import RUN_STATUSES
-from tms.runs.results.models import RESULT_STATUSES, ResultsBody
+from tms.runs.results.models import ResultsBody
+from tms.runs.statuses import RESULT_STATUSES
 
 REF = "#/components/schemas/{name}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")

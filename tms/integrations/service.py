@@ -41,6 +41,7 @@ from tms.runs.executions import service as executions
 from tms.runs.executions.models import ResultPatch
 from tms.runs.models import Run
 from tms.runs.results.models import Result
+from tms.runs.statuses import FAILING
 from tms.team.audit import service as audit
 from tms.team.signin import secret_box
 
@@ -439,7 +440,7 @@ def _timeout(config: Config) -> float:
 
 # --- create a defect from a failed result ---------------------------------------------------------
 
-FAILING_STATUSES = ("FAILED", "BROKEN")
+FAILING_STATUSES = FAILING
 # a claim older than this is a crashed creation's leftover (the tracker call itself times out long before)
 CLAIM_STALE_SECONDS = 300
 _MAX_STACK = 8_000
@@ -544,6 +545,11 @@ async def defect_draft(db: Database, config: Config, tenant_id: str, result_id: 
 async def defect_integrations(db: Database, tenant_id: str) -> list[Row]:
     """The tenant's integrations that can create issues (for the "Create issue" form)."""
     return [row for row in await integration_store.list_integrations(db, tenant_id) if outbound_ready(row)]
+
+
+async def can_create_issues(db: Database, tenant_id: str) -> bool:
+    """Whether "Create issue" may be offered: an integration of the tenant has outbound credentials."""
+    return bool(await defect_integrations(db, tenant_id))
 
 
 async def create_defect(db: Database, config: Config, tenant_id: str, result_id: str, body: DefectCreate) -> Defect:

@@ -268,6 +268,11 @@ async def find_case_row(db: Database | Transaction, tenant_id: str, id_or_code: 
     return await case_store.get_case(db, tenant_id, id_or_code)
 
 
+async def titles_of(db: Database, tenant_id: str, ids: list[str]) -> dict[str, str]:
+    """id -> title of these case ids (one query): a linked result reads as its case, not its test path."""
+    return {row["id"]: row["title"] for row in await case_store.resolve_ids(db, tenant_id, sorted(set(ids)))}
+
+
 async def get_case(db: Database, tenant_id: str, id_or_code: str) -> Case:
     row = await find_case_row(db, tenant_id, id_or_code)
     if row is None:

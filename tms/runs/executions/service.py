@@ -17,7 +17,6 @@ from tms.attachments.service import attachments_by_result
 from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
-from tms.failures.service import FAILING
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import count_steps
@@ -28,6 +27,7 @@ from tms.runs.executions import store
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.results.models import Result
 from tms.runs.results.service import result_from_row
+from tms.runs.statuses import FAILING
 from tms.runs.writes import Source, StoredResult
 from tms.team import store as user_store
 from tms.team.audit import service as audit
