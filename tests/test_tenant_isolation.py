@@ -43,6 +43,7 @@ class Owned:
     milestone: str = ""
     plan: str = ""
     custom_field: str = ""
+    shared_step: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -97,6 +98,8 @@ def _owned_resources(victim: Tenant) -> Owned:
     owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
     owned.custom_field = api.post("/api/v1/custom-fields", json={
         "project_id": project, "key": "secret", "name": "Secret", "type": "text"}).json()["data"]["id"]
+    owned.shared_step = api.post("/api/v1/shared-steps", json={
+        "project_id": project, "name": "Secret", "steps": "Given a secret\n"}).json()["data"]["id"]
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
@@ -137,6 +140,9 @@ API_ROUTES = [
     ("GET", "/api/v1/custom-fields/{custom_field}", None),
     ("PATCH", "/api/v1/custom-fields/{custom_field}", {"name": "stolen"}),
     ("DELETE", "/api/v1/custom-fields/{custom_field}", None),
+    ("GET", "/api/v1/shared-steps/{shared_step}", None),
+    ("PATCH", "/api/v1/shared-steps/{shared_step}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/shared-steps/{shared_step}", None),
     ("GET", "/api/v1/projects/{project}", None),
     ("PATCH", "/api/v1/projects/{project}", {"archived": True}),
     ("GET", "/api/v1/milestones/{milestone}", None),
@@ -325,6 +331,7 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
         ("/api/v1/milestones", {"project_id": "{project}", "name": "m"}),
         ("/api/v1/plans", {"project_id": "{project}", "name": "p", "tags": ["x"]}),
         ("/api/v1/plans", {"project_id": "{own_project}", "name": "p", "case_ids": ["{case_id}"]}),
+        ("/api/v1/shared-steps", {"project_id": "{project}", "name": "s", "steps": "Given x\n"}),
     ],
 )
 def test_another_tenants_project_or_case_cannot_be_referenced(two_tenants, path: str, body: dict) -> None:

@@ -51,6 +51,7 @@ from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
+from tms.library.shared_steps import api as shared_steps_api
 from tms.library.transfer import api as case_io_api
 from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
@@ -153,6 +154,11 @@ def _api_router() -> Router:
             fields_api.get_field,
             fields_api.update_field,
             fields_api.delete_field,
+            shared_steps_api.list_steps,
+            shared_steps_api.create_step,
+            shared_steps_api.get_step,
+            shared_steps_api.update_step,
+            shared_steps_api.delete_step,
             cases_api.list_versions,
             case_io_api.export_cases,
             case_io_api.import_cases,
