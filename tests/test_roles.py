@@ -104,6 +104,10 @@ UNSAFE_ROUTES = [
     ("POST", "/custom-fields/{id}/move", "admin"),
     ("POST", "/custom-fields/{id}/retire", "admin"),
     ("POST", "/custom-fields/{id}/restore", "admin"),
+    # shared steps (issue 26): testers write them
+    ("POST", "/projects/{id}/shared-steps", "tester"),
+    ("POST", "/shared-steps/{id}", "tester"),
+    ("POST", "/shared-steps/{id}/delete", "tester"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries",

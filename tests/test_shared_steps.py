@@ -4,12 +4,15 @@ line `* shared: <name>`, expanded in the checklist (step_results index the expan
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import httpx
 
 from tests.conftest import Tenant, assert_problem, connect_db
+from tests.team_helpers import add_member, web_as
 from tests.test_runs import new_run
+from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT
 
 LOGIN = "Given I open the shop\nAnd I sign in as \"ann\"\n"
@@ -246,3 +249,81 @@ def test_viewers_read_and_testers_write(tenant: Tenant) -> None:
                                                      "steps": "Given a\n"}).status_code == 403
     assert reader.patch(f"/api/v1/shared-steps/{step['id']}", json={"name": "Y"}).status_code == 403
     assert reader.delete(f"/api/v1/shared-steps/{step['id']}").status_code == 403
+
+
+# ------------------------------------------------------------------------------------------- web UI
+
+
+def test_pages_add_edit_with_confirm_and_delete(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    web = tenant.web()
+    token = web.cookies.get("csrftoken", "")
+    listing = web.get(f"/projects/{project}/shared-steps", headers=HTML)
+    assert listing.status_code == 200 and every_post_form_has_csrf(listing.text)
+    bad = web.post(f"/projects/{project}/shared-steps", data={"_csrf_token": token, "name": "Login",
+                                                              "steps": "Scenario: nope\n"})
+    assert bad.status_code == 400 and "only step lines" in (field_error(bad.text, "steps") or "")
+    assert "Scenario: nope" in bad.text  # the input is kept
+    added = web.post(f"/projects/{project}/shared-steps", data={"_csrf_token": token, "name": "Login",
+                                                                "steps": "Given I open the shop\r\n"})
+    page = follow(web, added)
+    assert "Shared step “Login” added." in flashes(page.text)
+    step = tenant.api.get("/api/v1/shared-steps", params={"project_id": project}).json()["data"][0]
+    assert step["steps"] == "Given I open the shop\n"
+    case = case_using(tenant.api, project, "Login").json()["data"]
+    page = web.get(f"/shared-steps/{step['id']}", headers=HTML)
+    assert case["code"] in page.text and "Used by 1 case" in page.text
+
+    # a change of a used one asks first, listing the cases, and keeps the input
+    first = web.post(f"/shared-steps/{step['id']}", data={"_csrf_token": token, "name": "Login",
+                                                          "steps": "Given I open the shop\nAnd I sign in\n"})
+    assert first.status_code == 200 and "Save and make 1 new case version" in first.text
+    assert case["code"] in first.text and "And I sign in" in first.text and every_post_form_has_csrf(first.text)
+    assert tenant.api.get(f"/api/v1/shared-steps/{step['id']}").json()["data"]["version"] == 1
+    confirmed = web.post(f"/shared-steps/{step['id']}", data={
+        "_csrf_token": token, "name": "Login", "steps": "Given I open the shop\nAnd I sign in\n", "confirmed": "yes"})
+    assert "1 case(s) got a new version" in " ".join(flashes(follow(web, confirmed).text))
+    assert tenant.api.get(f"/api/v1/cases/{case['id']}").json()["data"]["version"] == 2
+
+    # deleting a used one: 409 on the page, naming the case
+    refused = web.post(f"/shared-steps/{step['id']}/delete", data={"_csrf_token": token})
+    assert refused.status_code == 409 and case["code"] in refused.text
+    tenant.api.delete(f"/api/v1/cases/{case['id']}")
+    gone = follow(web, web.post(f"/shared-steps/{step['id']}/delete", data={"_csrf_token": token}))
+    assert "deleted" in " ".join(flashes(gone.text))
+    assert tenant.api.get(f"/api/v1/shared-steps/{step['id']}").status_code == 404
+
+
+def test_case_page_shows_expanded_steps_and_the_editor_offers_names(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "Login", LOGIN)
+    case = case_using(tenant.api, project, "Login").json()["data"]
+    web = tenant.web()
+    page = web.get(f"/cases/{case['code']}", headers=HTML)
+    assert page.status_code == 200
+    assert "I open the shop" in page.text and 'class="ln shared"' in page.text
+    # only the shared step's lines are marked
+    marked = page.text.count('class="ln shared"')
+    assert marked == 4, marked  # the two steps and the two marker lines
+    edit = web.get(f"/cases/{case['code']}/edit", headers=HTML)
+    assert '<datalist id="shared-step-names"><option value="Login">' in edit.text
+    # the form's save names an unknown shared step next to the Gherkin field, keeping the text
+    token = web.cookies.get("csrftoken", "")
+    bad = web.post(f"/cases/{case['code']}/edit", data={
+        "_csrf_token": token, "title": "Checkout", "code": case["code"], "project_id": project, "status": "DRAFT",
+        "priority": "MEDIUM", "automation_status": "MANUAL",
+        "bdd_content": "Feature: F\n  Scenario: S\n    * shared: Logout\n"})
+    shown = html.unescape(bad.text)
+    assert bad.status_code == 400 and "no shared step named 'Logout'" in shown and "* shared: Logout" in shown
+
+
+def test_a_viewer_reads_but_cannot_write(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    step = define(tenant.api, project, "Login", LOGIN)
+    viewer = add_member(tenant, "viewer")
+    web = web_as(tenant, viewer.email, viewer.password)
+    page = web.get(f"/shared-steps/{step['id']}", headers=HTML)
+    assert page.status_code == 200 and "I open the shop" in page.text and "Delete shared step" not in page.text
+    refused = web.post(f"/shared-steps/{step['id']}", data={"_csrf_token": web.cookies.get("csrftoken", ""),
+                                                            "name": "X", "steps": "Given x\n", "confirmed": "yes"})
+    assert refused.status_code == 403

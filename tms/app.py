@@ -52,6 +52,7 @@ from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
 from tms.library.shared_steps import api as shared_steps_api
+from tms.library.shared_steps import web as web_shared_steps
 from tms.library.transfer import api as case_io_api
 from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
@@ -201,6 +202,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_fields.router(),
+        web_shared_steps.router(),
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),

@@ -193,3 +193,19 @@ def origin(spans: list[tuple[int, int, str]], line: int) -> str | None:
     if at >= 0 and spans[at][0] < line < spans[at][1]:
         return spans[at][2]
     return None
+
+
+def shared_line_numbers(text: str) -> set[int]:
+    """The (1-based) lines of an expanded text that a shared step wrote, its marker lines included:
+    the case page marks them."""
+    lines: set[int] = set()
+    depth = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith(BEGIN):
+            depth += 1
+        if depth:
+            lines.add(number)
+        if stripped.startswith(END) and depth:
+            depth -= 1
+    return lines
