@@ -38,6 +38,8 @@ SEMANTIC_REFUSALS = {
     "fingerprint": "give a fingerprint or a pattern",
     "test_case_code": "name the test by exactly one of test_case_code or title",
     "expires_at": "must be in the future",  # relative to the moment of the request
+    # a shared step's steps: step lines alone (a grammar), naming shared steps that exist, no cycle
+    "steps": "",
 }
 
 
