@@ -474,12 +474,13 @@ async def _failure(db: Database, tenant_id: str, result_id: str) -> Failure:
             case = await cases.get_case(db, tenant_id, result.test_case_id)
         except NotFound:
             case = None
-    text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case.project_id,
-                                                                            case.bdd_content)
-    return Failure(result, run, case, _failed_step(result, text))
+    # the case's checklist as step_results index it: its shared steps expanded
+    gherkin_text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case.project_id,
+                                                                                    case.bdd_content)
+    return Failure(result, run, case, _failed_step(result, gherkin_text))
 
 
-def _failed_step(result: Result, text: str | None) -> str | None:
+def _failed_step(result: Result, gherkin_text: str | None) -> str | None:
     """'3. When I pay — the note' for the first failed or broken step, when steps were marked."""
     if result.step_results is None:
         return None
@@ -492,8 +493,8 @@ def _failed_step(result: Result, text: str | None) -> str | None:
         return None
     index: int = failed["index"]
     text = ""
-    if text is not None:
-        page = gherkin.checklist_page(text, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
+    if gherkin_text is not None:
+        page = gherkin.checklist_page(gherkin_text, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
         for group in page.groups:
             for step in group.steps:
                 if step.index == index:
