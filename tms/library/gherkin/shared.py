@@ -209,3 +209,11 @@ def shared_line_numbers(text: str) -> set[int]:
         if stripped.startswith(END) and depth:
             depth -= 1
     return lines
+
+
+def fits_by_lines(expanded: str, limit: int) -> bool:
+    """Whether an expanded case surely stays within ``limit`` checklist steps without parsing it: with
+    no Examples, no Rule (whose Background repeats) and no other language, each step is a line of its
+    own, so ``limit`` lines are enough. False means "parse to know"."""
+    repeats = "Examples" in expanded or "Rule" in expanded or "language" in expanded
+    return not repeats and expanded.count("\n") <= limit

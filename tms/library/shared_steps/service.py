@@ -23,8 +23,8 @@ from tms.http.paging import page_window
 from tms.ids import new_id, now_iso
 from tms.library.cases import service as case_service
 from tms.library.cases.models import Pagination
-from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin, written_steps
-from tms.library.gherkin.shared import expand, names_in, rename_in, validate_steps
+from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, PARSE_THREAD_THRESHOLD, validate_gherkin, written_steps
+from tms.library.gherkin.shared import expand, fits_by_lines, names_in, rename_in, validate_steps
 from tms.library.projects import service as project_service
 from tms.library.shared_steps import store, uses
 from tms.library.shared_steps.models import (
@@ -133,7 +133,9 @@ def _check_users(cases: list[Row], steps: dict[str, str]) -> None:
     for case in cases:
         try:
             text = case["bdd_content"]
-            validate_gherkin(expand(text, steps, strict=True), written=written_steps(text))
+            expanded = expand(text, steps, strict=True)
+            if not fits_by_lines(expanded, EXPANDED_STEPS_LIMIT):  # most cases: no parse needed
+                validate_gherkin(expanded, written=written_steps(text))
         except InvalidInput as exc:
             raise InvalidInput(f"steps: with these steps {case['code']} would not be a valid case: {exc.detail}",
                                field="steps") from None

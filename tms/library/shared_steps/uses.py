@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput
-from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin, written_steps
-from tms.library.gherkin.shared import expand, names_in
+from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, PARSE_THREAD_THRESHOLD, validate_gherkin, written_steps
+from tms.library.gherkin.shared import expand, fits_by_lines, names_in
 from tms.library.shared_steps import store
 
 # the most shared steps one expansion may load (each level of nesting is one query)
@@ -51,7 +51,9 @@ def _check(texts: list[tuple[str, str, dict[str, str]]]) -> None:
     expanded checklist); CPU only, run in a worker thread for long texts."""
     for where, text, steps in texts:
         try:
-            validate_gherkin(expand(text, steps, strict=True), written=written_steps(text))
+            expanded = expand(text, steps, strict=True)
+            if not fits_by_lines(expanded, EXPANDED_STEPS_LIMIT):
+                validate_gherkin(expanded, written=written_steps(text))
         except InvalidInput as exc:
             raise InvalidInput(f"{where}{exc.detail}", field="bdd_content") from None
 
