@@ -12,7 +12,6 @@ The case side (links kept on a case's save, expansion for reading) is ``uses``.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -119,15 +118,6 @@ async def create_step(db: Database, tenant_id: str, body: SharedStepCreate) -> S
     return step_from_row(row, ([], 0))
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What a save of a shared step will write besides itself, computed before the write lock."""
-
-    user_ids: list[str]  # every case using it, directly or through others: each gets a new version
-    texts: dict[str, str]  # new bdd_content of the cases naming it (a rename rewrites their lines)
-    parents: dict[str, str]  # new steps of the shared steps naming it (a rename again)
-
-
 def _check_users(cases: list[Row], steps: dict[str, str]) -> None:
     """Each using case, expanded with the new steps, must stay within the checklist's limits."""
     for case in cases:
@@ -141,15 +131,14 @@ def _check_users(cases: list[Row], steps: dict[str, str]) -> None:
                                field="steps") from None
 
 
-async def _plan(db: Database, tenant_id: str, row: Row, name: str, steps: str) -> _Plan:
+async def _check_plan(db: Database, tenant_id: str, row: Row, name: str, steps: str) -> list[str]:
+    """The cases using the shared step (each gets a new version), checked with the new steps before the
+    write lock (parsing is the slow part): a 400 naming the first one the new steps would make invalid."""
     user_ids = await store.user_case_ids(db, tenant_id, row["id"])
-    renamed = name != row["name"]
-    direct = set(await store.direct_case_ids(db, tenant_id, row["id"])) if renamed else set()
-    cases = await case_service.case_rows(db, tenant_id, user_ids)
-    texts = {c["id"]: rename_in(c["bdd_content"], row["name"], name) for c in cases if c["id"] in direct}
-    parents = ({p["id"]: rename_in(p["steps"], row["name"], name)
-                for p in await store.parents_of(db, tenant_id, row["id"])} if renamed else {})
-    if steps != row["steps"] and cases:
+    if steps != row["steps"] and user_ids:
+        renamed = name != row["name"]
+        cases = await case_service.case_rows(db, tenant_id, user_ids)
+        texts = {c["id"]: rename_in(c["bdd_content"], row["name"], name) for c in cases} if renamed else {}
         wanted = [n for c in cases for n in names_in(texts.get(c["id"], c["bdd_content"]))]
         known = {name: steps, row["name"]: steps}
         mapping = uses.steps_of(await uses.closure(db, tenant_id, row["project_id"], wanted, known), known)
@@ -158,7 +147,7 @@ async def _plan(db: Database, tenant_id: str, row: Row, name: str, steps: str) -
             _check_users(shown, mapping)
         else:
             await asyncio.to_thread(_check_users, shown, mapping)
-    return _Plan(user_ids, texts, parents)
+    return user_ids
 
 
 async def update_step(db: Database, tenant_id: str, step_id: str, body: SharedStepUpdate) -> SharedStep:
@@ -170,7 +159,7 @@ async def update_step(db: Database, tenant_id: str, step_id: str, body: SharedSt
     if name == row["name"] and steps == row["steps"]:
         return step_from_row(row, await store.users(db, tenant_id, step_id, USED_BY_LIMIT))
     await _checked_steps(steps)
-    plan = await _plan(db, tenant_id, row, name, steps)
+    planned = await _check_plan(db, tenant_id, row, name, steps)
     now = now_iso()
     async with db.transaction() as tx:
         current = await _row_or_404(tx, tenant_id, step_id)
@@ -183,13 +172,19 @@ async def update_step(db: Database, tenant_id: str, step_id: str, body: SharedSt
         changes: dict[str, Any] = {"name": name, "steps": steps, "version": row["version"] + 1, "updated_at": now}
         await store.update_step(tx, tenant_id, step_id, changes)
         await store.set_nesting(tx, tenant_id, step_id, [nested[n]["id"] for n in names_in(steps) if n in nested])
-        for parent_id, parent_steps in plan.parents.items():
-            parent = await _row_or_404(tx, tenant_id, parent_id)
-            await store.update_step(tx, tenant_id, parent_id, {"steps": parent_steps, "version": parent["version"] + 1,
-                                                               "updated_at": now})
-        # the cases that came to use it since the plan get their new version too
-        user_ids = list(dict.fromkeys([*plan.user_ids, *await store.user_case_ids(tx, tenant_id, step_id)]))
-        await case_service.new_versions(tx, tenant_id, user_ids, now, plan.texts)
+        texts: dict[str, str] = {}
+        if name != row["name"]:
+            # the `* shared:` lines naming it, rewritten in the rows as they are now (under the write lock)
+            direct = await store.direct_case_ids(tx, tenant_id, step_id)
+            texts = {c["id"]: rename_in(c["bdd_content"], row["name"], name)
+                     for c in await case_service.case_rows(tx, tenant_id, direct)}
+            for parent in await store.parents_of(tx, tenant_id, step_id):
+                await store.update_step(tx, tenant_id, parent["id"], {
+                    "steps": rename_in(parent["steps"], row["name"], name), "version": parent["version"] + 1,
+                    "updated_at": now})
+        # the cases that came to use it since the check get their new version too
+        user_ids = list(dict.fromkeys([*planned, *await store.user_case_ids(tx, tenant_id, step_id)]))
+        await case_service.new_versions(tx, tenant_id, user_ids, now, texts)
         diff = audit.changes_between(row, {**row, **changes}, ("name", "steps"))
         await audit.record(tx, tenant_id, "shared_step.updated", "shared_step", step_id,
                            {**diff, "case_versions": len(user_ids)})
