@@ -327,3 +327,30 @@ def test_a_viewer_reads_but_cannot_write(tenant: Tenant) -> None:
     refused = web.post(f"/shared-steps/{step['id']}", data={"_csrf_token": web.cookies.get("csrftoken", ""),
                                                             "name": "X", "steps": "Given x\n", "confirmed": "yes"})
     assert refused.status_code == 403
+
+
+def test_bulk_move_clone_and_import_keep_the_links(tenant: Tenant) -> None:
+    project = tenant.create_project()["id"]
+    other = tenant.create_project()["id"]
+    folder = tenant.api.post("/api/v1/sections", json={"project_id": other, "name": "Elsewhere"}).json()["data"]
+    login = define(tenant.api, project, "Login", LOGIN)
+    case = case_using(tenant.api, project, "Login").json()["data"]
+    web = tenant.web()
+    # moving it to a project without "Login": refused whole, the case stays
+    moved = follow(web, web.post("/cases/bulk", data={"op": f"move:{folder['id']}", "ids": [case["id"]]}))
+    assert "no shared step named 'Login'" in html.unescape(" ".join(flashes(moved.text)))
+    assert tenant.api.get(f"/api/v1/cases/{case['id']}").json()["data"]["project_id"] == project
+    # once the other project has one of that name, the move links the case to it
+    theirs = define(tenant.api, other, "Login", "Given the other login\n")
+    follow(web, web.post("/cases/bulk", data={"op": f"move:{folder['id']}", "ids": [case["id"]]}))
+    assert tenant.api.get(f"/api/v1/shared-steps/{theirs['id']}").json()["data"]["used_by_total"] == 1
+    assert tenant.api.get(f"/api/v1/shared-steps/{login['id']}").json()["data"]["used_by_total"] == 0
+    # a clone uses it too
+    follow(web, web.post("/cases/bulk", data={"op": "clone:", "ids": [case["id"]]}))
+    assert tenant.api.get(f"/api/v1/shared-steps/{theirs['id']}").json()["data"]["used_by_total"] == 2
+    # an import row naming an unknown one: nothing imported, the 400 names bdd_content
+    body = (b"title,bdd_content\r\nImported,\"Feature: F\n  Scenario: S\n    * shared: Nope\n\"\r\n")
+    imported = tenant.api.post("/api/v1/cases/import", params={"project_id": project, "format": "csv"},
+                               files={"file": ("cases.csv", body, "text/csv")})
+    assert imported.status_code in (400, 422) and "Nope" in imported.text, imported.text
+    assert tenant.api.get("/api/v1/cases", params={"project_id": project}).json()["pagination"]["total"] == 0
