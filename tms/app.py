@@ -53,6 +53,8 @@ from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
+from tms.library.shared_steps import api as shared_steps_api
+from tms.library.shared_steps import web as web_shared_steps
 from tms.library.transfer import api as case_io_api
 from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
@@ -160,6 +162,11 @@ def _api_router() -> Router:
             fields_api.get_field,
             fields_api.update_field,
             fields_api.delete_field,
+            shared_steps_api.list_steps,
+            shared_steps_api.create_step,
+            shared_steps_api.get_step,
+            shared_steps_api.update_step,
+            shared_steps_api.delete_step,
             cases_api.list_versions,
             case_io_api.export_cases,
             case_io_api.import_cases,
@@ -203,6 +210,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_fields.router(),
+        web_shared_steps.router(),
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),

@@ -29,6 +29,7 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0016_bigint_flags             (PostgreSQL only: two 0/1 flags of 0008 and 0012 as BIGINT)
     0023_ldap_bind_password_sealed  0042_ldap_bind_password_sealed
     0018_comments                 0037_comments
+    0017_shared_steps             0036_shared_steps
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from tms.integrations.outbound import Target, TrackerError
 from tms.library.cases import service as cases
 from tms.library.cases.models import Case
 from tms.library.gherkin import service as gherkin
+from tms.library.shared_steps import service as shared_steps
 from tms.notifications.events import emit_many
 from tms.notifications.safety import literal_address_problem, url_problem
 from tms.runs import service as runs
@@ -474,10 +475,13 @@ async def _failure(db: Database, tenant_id: str, result_id: str) -> Failure:
             case = await cases.get_case(db, tenant_id, result.test_case_id)
         except NotFound:
             case = None
-    return Failure(result, run, case, _failed_step(result, case))
+    # the case's checklist as step_results index it: its shared steps expanded
+    gherkin_text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case.project_id,
+                                                                                    case.bdd_content)
+    return Failure(result, run, case, _failed_step(result, gherkin_text))
 
 
-def _failed_step(result: Result, case: Case | None) -> str | None:
+def _failed_step(result: Result, gherkin_text: str | None) -> str | None:
     """'3. When I pay — the note' for the first failed or broken step, when steps were marked."""
     if result.step_results is None:
         return None
@@ -490,8 +494,8 @@ def _failed_step(result: Result, case: Case | None) -> str | None:
         return None
     index: int = failed["index"]
     text = ""
-    if case is not None:
-        page = gherkin.checklist_page(case.bdd_content, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
+    if gherkin_text is not None:
+        page = gherkin.checklist_page(gherkin_text, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
         for group in page.groups:
             for step in group.steps:
                 if step.index == index:

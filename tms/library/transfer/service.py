@@ -370,6 +370,7 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
             values["project_id"] = project_id
             rows.append({**values, "id": old["id"], "tenant_id": tenant_id, "updated_at": now})
         await case_store.update_many(tx, rows, columns)
+        await case_service.relink_shared_steps(tx, tenant_id, [old["id"] for _, old, _ in plan.updates])
         await case_service.record_versions(tx, tenant_id, [old["id"] for _, old, _ in plan.updates], now)
     await audit.record(tx, tenant_id, "case.imported", "project", project_id, {
         "created": plan.created, "updated": plan.updated, "unchanged": plan.unchanged, "rejected": plan.rejected,

@@ -57,7 +57,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
     # one page of the checklist (parsed off the event loop when long): a case stored before the limit
     # can expand to 100,000 steps, and the page's time and size must not grow with that
-    page = await load_checklist_page(case["bdd_content"] if case else None, steps_page)
+    page = await load_checklist_page(await executions.checklist_text(db, tenant, case), steps_page)
     return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
             "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
             "position": position, "run_total": total,
@@ -160,7 +160,7 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
     single, _ = await form_of(request)
     # the form holds one page of the checklist: its size is counted (off the event loop when long,
     # never expanded), and the stored marks of the other pages are kept
-    total = await count_steps(case["bdd_content"] if case else None)
+    total = await count_steps(await executions.checklist_text(db, tenant, case))
     steps_page, _, first, last = page_bounds(total, _page_number(single.get("steps_page", "1")))
     stored = _steps_decoder.decode(row["step_results"]) if row["step_results"] else []
     kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]
