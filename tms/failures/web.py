@@ -19,7 +19,7 @@ from tms.failures.quarantine.models import QuarantineCreate, QuarantineEntry
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.library.projects import service as project_service
 from tms.runs import service as run_service
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, db_of
 
 FLAKY_PAGE = 100
 
@@ -47,8 +47,8 @@ def _clean(form: dict[str, str]) -> dict[str, Any]:
 # ---- compare ------------------------------------------------------------------------------------
 
 @get("/runs/{run_id:str}/compare")
-async def compare_page(request: AnyRequest, run_id: str, base: str | None = None) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def compare_page(request: AnyRequest, db: DatabaseDep, run_id: str, base: str | None = None) -> Template:
+    db, tenant = db, tenant_of(request)
     try:
         run = await run_service.get_run(db, tenant, run_id)
         comparison = await failure_service.compare(db, tenant, run_id, base or None)
@@ -88,7 +88,7 @@ async def known_issues_page(request: AnyRequest, project_id: str | None = None, 
 
 
 @post("/known-issues", status_code=303)
-async def create_known_issue(request: AnyRequest) -> Template | Redirect:
+async def create_known_issue(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     """The known-issues form, and the run page's one-click "make a known issue" of a cluster."""
     single, _ = await form_of(request)
     project = await _project(request, single.get("project_id") or None)
@@ -103,7 +103,7 @@ async def create_known_issue(request: AnyRequest) -> Template | Redirect:
     value, errors = convert(KnownIssueCreate, body)
     if value is not None:
         try:
-            issue = await known_issue_service.create(db_of(request), tenant_of(request), value,
+            issue = await known_issue_service.create(db, tenant_of(request), value,
                                                      run_id=single.get("run_id") or None)
         except DomainError as exc:
             errors = field_errors(exc, "bug_ticket_key")
@@ -116,17 +116,17 @@ async def create_known_issue(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/known-issues/{issue_id:str}/status", status_code=303)
-async def set_known_issue_status(request: AnyRequest, issue_id: str) -> Redirect:
+async def set_known_issue_status(request: AnyRequest, db: DatabaseDep, issue_id: str) -> Redirect:
     single, _ = await form_of(request)
     status: KnownIssueStatus = "CLOSED" if single.get("status") == "CLOSED" else "OPEN"
     try:
-        issue = await known_issue_service.update(db_of(request), tenant_of(request), issue_id,
+        issue = await known_issue_service.update(db, tenant_of(request), issue_id,
                                                  KnownIssueUpdate(status=status))
     except NotFound as exc:
         raise not_found("known issue") from exc
     except InvalidInput as exc:
         # reopening an issue with a pattern when its project already holds the most it may
-        issue = await known_issue_service.get(db_of(request), tenant_of(request), issue_id)
+        issue = await known_issue_service.get(db, tenant_of(request), issue_id)
         return done(request, f"/known-issues?project_id={issue.project_id}",
                     f"Known issue {issue.bug_ticket_key} not reopened: {exc.detail}", "error")
     return done(request, f"/known-issues?project_id={issue.project_id}",
@@ -134,8 +134,8 @@ async def set_known_issue_status(request: AnyRequest, issue_id: str) -> Redirect
 
 
 @post("/known-issues/{issue_id:str}/delete", status_code=303)
-async def delete_known_issue(request: AnyRequest, issue_id: str) -> Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def delete_known_issue(request: AnyRequest, db: DatabaseDep, issue_id: str) -> Redirect:
+    db, tenant = db, tenant_of(request)
     try:
         issue = await known_issue_service.get(db, tenant, issue_id)
         await known_issue_service.delete(db, tenant, issue_id)
@@ -166,7 +166,7 @@ async def quarantine_page(request: AnyRequest, project_id: str | None = None, te
 
 
 @post("/quarantine", status_code=303)
-async def create_quarantine(request: AnyRequest) -> Template | Redirect:
+async def create_quarantine(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
     project = await _project(request, single.get("project_id") or None)
     if project is None:
@@ -181,7 +181,7 @@ async def create_quarantine(request: AnyRequest) -> Template | Redirect:
     value, errors = convert(QuarantineCreate, body)
     if value is not None:
         try:
-            entry = await quarantine_service.create(db_of(request), tenant_of(request), value)
+            entry = await quarantine_service.create(db, tenant_of(request), value)
         except DomainError as exc:
             errors = field_errors(exc, "test_case_code")
         else:
@@ -192,10 +192,10 @@ async def create_quarantine(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/quarantine/{entry_id:str}/delete", status_code=303)
-async def delete_quarantine(request: AnyRequest, entry_id: str) -> Redirect:
+async def delete_quarantine(request: AnyRequest, db: DatabaseDep, entry_id: str) -> Redirect:
     single, _ = await form_of(request)
     try:
-        await quarantine_service.delete(db_of(request), tenant_of(request), entry_id)
+        await quarantine_service.delete(db, tenant_of(request), entry_id)
     except NotFound as exc:
         raise not_found("quarantine entry") from exc
     project_id = single.get("project_id", "")
@@ -206,10 +206,11 @@ async def delete_quarantine(request: AnyRequest, entry_id: str) -> Redirect:
 # ---- flaky ----------------------------------------------------------------------------------------
 
 @get("/flaky")
-async def flaky_page(request: AnyRequest, project_id: str | None = None, runs: int | None = None) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def flaky_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                     project_id: str | None = None, runs: int | None = None) -> Template:
+    db, tenant = db, tenant_of(request)
     project = await _project(request, project_id)
-    config = config_of(request)
+    config = config
     window = max(2, min(runs or config.get("flaky.runs"), flaky_service.MAX_RUNS))
     tests: list[Any] = []
     total = 0

@@ -9,46 +9,49 @@ from litestar.params import JSONBody
 from tms.http.api_auth import ApiRequest, requires
 from tms.library.comments import service
 from tms.library.comments.models import CommentBody, CommentEnvelope, CommentList
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 
 @get("/cases/{case_id:str}/comments", **requires("read"), summary="A test case's comments, oldest first (paged)")
-async def list_case_comments(request: ApiRequest, case_id: str, limit: int | None = None,
+async def list_case_comments(request: ApiRequest, db: DatabaseDep, case_id: str, limit: int | None = None,
                              offset: int | None = None) -> CommentList:
-    return await service.list_comments(db_of(request), request.user.tenant_id, "case", case_id, limit=limit,
+    return await service.list_comments(db, request.user.tenant_id, "case", case_id, limit=limit,
                                        offset=offset)
 
 
 @post("/cases/{case_id:str}/comments", **requires("write"),
       summary="Comment on a test case: Markdown (sanitised), @email mentions notify those users")
-async def add_case_comment(request: ApiRequest, case_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
-    return CommentEnvelope(data=await service.add_comment(db_of(request), config_of(request),
+async def add_case_comment(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                           case_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
+    return CommentEnvelope(data=await service.add_comment(db, config,
                                                           request.user.tenant_id, "case", case_id, data.body))
 
 
 @get("/results/{result_id:str}/comments", **requires("read"), summary="A result's comments, oldest first (paged)")
-async def list_result_comments(request: ApiRequest, result_id: str, limit: int | None = None,
+async def list_result_comments(request: ApiRequest, db: DatabaseDep, result_id: str, limit: int | None = None,
                                offset: int | None = None) -> CommentList:
-    return await service.list_comments(db_of(request), request.user.tenant_id, "result", result_id, limit=limit,
+    return await service.list_comments(db, request.user.tenant_id, "result", result_id, limit=limit,
                                        offset=offset)
 
 
 @post("/results/{result_id:str}/comments", **requires("write"),
       summary="Comment on a result: Markdown (sanitised), @email mentions notify those users")
-async def add_result_comment(request: ApiRequest, result_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
-    return CommentEnvelope(data=await service.add_comment(db_of(request), config_of(request),
+async def add_result_comment(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                             result_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
+    return CommentEnvelope(data=await service.add_comment(db, config,
                                                           request.user.tenant_id, "result", result_id, data.body))
 
 
 @patch("/comments/{comment_id:str}", **requires("write"), summary="Edit a comment (its author only)")
-async def edit_comment(request: ApiRequest, comment_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
-    return CommentEnvelope(data=await service.edit_comment(db_of(request), config_of(request),
+async def edit_comment(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                       comment_id: str, data: JSONBody[CommentBody]) -> CommentEnvelope:
+    return CommentEnvelope(data=await service.edit_comment(db, config,
                                                            request.user.tenant_id, comment_id, data.body))
 
 
 @delete("/comments/{comment_id:str}", **requires("write"), summary="Delete a comment (its author only)")
-async def delete_comment(request: ApiRequest, comment_id: str) -> None:
-    await service.delete_comment(db_of(request), request.user.tenant_id, comment_id)
+async def delete_comment(request: ApiRequest, db: DatabaseDep, comment_id: str) -> None:
+    await service.delete_comment(db, request.user.tenant_id, comment_id)
 
 
 HANDLERS = [list_case_comments, add_case_comment, list_result_comments, add_result_comment, edit_comment,

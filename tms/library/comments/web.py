@@ -13,7 +13,7 @@ from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
 from tms.library.comments import service
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin.session import page_guard
 
 THREAD_PAGE = 100
@@ -78,12 +78,12 @@ async def edit_page(request: AnyRequest, comment_id: str) -> Template:
 
 
 @post("/comments/{comment_id:str}/edit", status_code=303)
-async def edit(request: AnyRequest, comment_id: str) -> Template | Redirect:
+async def edit(request: AnyRequest, db: DatabaseDep, config: ConfigDep, comment_id: str) -> Template | Redirect:
     comment = await _comment_or_404(request, comment_id)
     single, _ = await form_of(request)
     body = single.get("body", "")
     try:
-        await service.edit_comment(db_of(request), config_of(request), tenant_of(request), comment_id, body)
+        await service.edit_comment(db, config, tenant_of(request), comment_id, body)
     except DomainError as exc:
         if exc.status_code == 403:
             raise
@@ -94,9 +94,9 @@ async def edit(request: AnyRequest, comment_id: str) -> Template | Redirect:
 
 
 @post("/comments/{comment_id:str}/delete", status_code=303)
-async def delete(request: AnyRequest, comment_id: str) -> Redirect:
+async def delete(request: AnyRequest, db: DatabaseDep, comment_id: str) -> Redirect:
     comment = await _comment_or_404(request, comment_id)
-    await service.delete_comment(db_of(request), tenant_of(request), comment_id)
+    await service.delete_comment(db, tenant_of(request), comment_id)
     return done(request, service.target_link(comment), "Comment deleted.")
 
 

@@ -17,7 +17,7 @@ from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not
 from tms.library.projects import service as project_service
 from tms.library.shared_steps import service as shared_service
 from tms.library.shared_steps.models import SharedStep, SharedStepCreate, SharedStepUpdate
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.signin.session import page_guard
 
 
@@ -53,14 +53,14 @@ async def list_page(request: AnyRequest, project_id: str) -> Template:
 
 
 @post("/projects/{project_id:str}/shared-steps", status_code=303)
-async def create_step(request: AnyRequest, project_id: str) -> Template | Redirect:
+async def create_step(request: AnyRequest, db: DatabaseDep, project_id: str) -> Template | Redirect:
     project = await _project_or_404(request, project_id)
     form, _ = await form_of(request)
     body, errors = convert(SharedStepCreate, {"project_id": project.id, "name": form.get("name", "").strip(),
                                               "steps": _steps_text(form)})
     if body is not None:
         try:
-            step = await shared_service.create_step(db_of(request), tenant_of(request), body)
+            step = await shared_service.create_step(db, tenant_of(request), body)
         except DomainError as exc:
             errors = field_errors(exc, "steps")
         else:
@@ -83,7 +83,7 @@ async def step_page(request: AnyRequest, step_id: str) -> Template:
 
 
 @post("/shared-steps/{step_id:str}", status_code=303)
-async def save_step(request: AnyRequest, step_id: str) -> Template | Redirect:
+async def save_step(request: AnyRequest, db: DatabaseDep, step_id: str) -> Template | Redirect:
     """Saves a change; when cases use the shared step, the first post shows them (each gets a new
     version) and asks to confirm, keeping the input; the confirmed post saves."""
     step = await _step_or_404(request, step_id)
@@ -94,7 +94,7 @@ async def save_step(request: AnyRequest, step_id: str) -> Template | Redirect:
         if changed and step.used_by_total and form.get("confirmed") != "yes":
             return await _step_page(request, step, form=form, confirm=True)
         try:
-            saved = await shared_service.update_step(db_of(request), tenant_of(request), step.id, body)
+            saved = await shared_service.update_step(db, tenant_of(request), step.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "steps")
         else:
@@ -104,10 +104,10 @@ async def save_step(request: AnyRequest, step_id: str) -> Template | Redirect:
 
 
 @post("/shared-steps/{step_id:str}/delete", status_code=303)
-async def delete_step(request: AnyRequest, step_id: str) -> Template | Redirect:
+async def delete_step(request: AnyRequest, db: DatabaseDep, step_id: str) -> Template | Redirect:
     step = await _step_or_404(request, step_id)
     try:
-        await shared_service.delete_step(db_of(request), tenant_of(request), step.id)
+        await shared_service.delete_step(db, tenant_of(request), step.id)
     except DomainError as exc:
         return await _step_page(request, step, status_code=409, errors={"delete": exc.detail})
     return done(request, f"/projects/{step.project_id}/shared-steps", f"Shared step “{step.name}” deleted.")

@@ -16,7 +16,7 @@ from tms.notifications.inbox.models import (
     NotificationList,
     NotificationPatch,
 )
-from tms.state import db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import needs_role, session_api_guard, web_user
 
 AnyRequest = Request[Any, Any, Any]
@@ -24,28 +24,28 @@ AnyRequest = Request[Any, Any, Any]
 
 @get("/", summary="The caller's notifications, newest first, with read flags and the unread count")
 async def list_notifications(
-    request: AnyRequest,
+    request: AnyRequest, db: DatabaseDep,
     unread: bool = False,
     limit: Annotated[int | None, Parameter(ge=1)] = None,
     offset: Annotated[int | None, Parameter(ge=0)] = None,
 ) -> NotificationList:
     user = web_user(request)
-    return await service.list_notifications(db_of(request), user.tenant_id, user.id, unread=unread, limit=limit,
+    return await service.list_notifications(db, user.tenant_id, user.id, unread=unread, limit=limit,
                                             offset=offset)
 
 
 @patch("/{notification_id:str}", summary="Mark one notification read (read=true) or unread (read=false)")
-async def update_notification(request: AnyRequest, notification_id: str,
+async def update_notification(request: AnyRequest, db: DatabaseDep, notification_id: str,
                               data: JSONBody[NotificationPatch]) -> NotificationEnvelope:
     user = web_user(request)
-    return NotificationEnvelope(data=await service.mark_read(db_of(request), user.tenant_id, user.id,
+    return NotificationEnvelope(data=await service.mark_read(db, user.tenant_id, user.id,
                                                              notification_id, data.read))
 
 
 @post("/read-all", status_code=200, summary="Mark all of the caller's notifications read")
-async def read_all(request: AnyRequest) -> MarkedEnvelope:
+async def read_all(request: AnyRequest, db: DatabaseDep) -> MarkedEnvelope:
     user = web_user(request)
-    return MarkedEnvelope(data=MarkedAnswer(marked=await service.mark_all_read(db_of(request), user.tenant_id,
+    return MarkedEnvelope(data=MarkedAnswer(marked=await service.mark_all_read(db, user.tenant_id,
                                                                                user.id)))
 
 

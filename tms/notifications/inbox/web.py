@@ -11,16 +11,16 @@ from tms.errors import NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, user_of
 from tms.http.paging import page_offset
 from tms.notifications.inbox import service
-from tms.state import db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import needs_role, page_guard
 
 PAGE_SIZE = 50
 
 
 @get("/notifications")
-async def inbox_page(request: AnyRequest, offset: int = 0, unread: bool = False) -> Template:
+async def inbox_page(request: AnyRequest, db: DatabaseDep, offset: int = 0, unread: bool = False) -> Template:
     user = user_of(request)
-    listed = await service.list_notifications(db_of(request), user.tenant_id, user.id, unread=unread,
+    listed = await service.list_notifications(db, user.tenant_id, user.id, unread=unread,
                                               limit=PAGE_SIZE, offset=page_offset(offset))
     paging = listed.pagination
     return render(request, "notifications/inbox.html", active_nav="notifications", notes=listed.data,
@@ -30,19 +30,19 @@ async def inbox_page(request: AnyRequest, offset: int = 0, unread: bool = False)
 
 
 @post("/notifications/read-all", status_code=303)
-async def read_all(request: AnyRequest) -> Redirect:
+async def read_all(request: AnyRequest, db: DatabaseDep) -> Redirect:
     user = user_of(request)
-    marked = await service.mark_all_read(db_of(request), user.tenant_id, user.id)
+    marked = await service.mark_all_read(db, user.tenant_id, user.id)
     return done(request, "/notifications", f"{marked} notification{'s' if marked != 1 else ''} marked read.")
 
 
 @post("/notifications/{notification_id:str}/read", status_code=303)
-async def read_one(request: AnyRequest, notification_id: str) -> Redirect:
+async def read_one(request: AnyRequest, db: DatabaseDep, notification_id: str) -> Redirect:
     """Marks one read; with ``open=1`` the answer goes on to the notification's link."""
     single, _ = await form_of(request)
     user = user_of(request)
     try:
-        note = await service.mark_read(db_of(request), user.tenant_id, user.id, notification_id,
+        note = await service.mark_read(db, user.tenant_id, user.id, notification_id,
                                        single.get("read", "1") != "0")
     except NotFound as exc:
         raise not_found("notification") from exc
@@ -52,12 +52,12 @@ async def read_one(request: AnyRequest, notification_id: str) -> Redirect:
 
 
 @post("/account/notifications", status_code=303)
-async def mail_switch(request: AnyRequest) -> Redirect:
+async def mail_switch(request: AnyRequest, db: DatabaseDep) -> Redirect:
     """Form field ``notify_mail``: a checkbox (present and not "0" = on)."""
     single, _ = await form_of(request)
     user = user_of(request)
     on = single.get("notify_mail", "") not in ("", "0")
-    await service.set_mail_switch(db_of(request), user.tenant_id, user.id, on)
+    await service.set_mail_switch(db, user.tenant_id, user.id, on)
     return done(request, "/account", "Your notifications are mailed to you." if on
                 else "Your notifications are no longer mailed to you.")
 

@@ -30,7 +30,7 @@ from tms.planning.plans import store as plan_store
 from tms.planning.plans.models import PlanCreate, PlanUpdate
 from tms.runs import service as run_service
 from tms.runs.web import bar_segments
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
@@ -58,8 +58,8 @@ def _tree(rows: list[Any]) -> list[tuple[int, Any]]:
 
 
 @get("/plans")
-async def plans_page(request: AnyRequest, project_id: str | None = None, offset: int = 0) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def plans_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None, offset: int = 0) -> Template:
+    db, tenant = db, tenant_of(request)
     offset = max(0, offset)
     plans, pagination = await plan_service.list_plans(db, tenant, project_id=project_id or None, limit=PAGE_SIZE,
                                                       offset=offset)
@@ -102,7 +102,7 @@ async def new_plan_page(request: AnyRequest, project_id: str | None = None,
 
 
 @post("/plans/new", status_code=303)
-async def create_plan(request: AnyRequest) -> Template | Redirect:
+async def create_plan(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, multi = await form_of(request)
     project_id = form.get("project_id", "")
     environments = multi.get("environments", []) + [e.strip() for e in form.get("other_environments", "").split(",")]
@@ -121,7 +121,7 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
     chosen = {"environments": multi.get("environments", []), "section_ids": multi.get("section_ids", [])}
     if body is not None and previewing:
         try:
-            cases = await plan_service.preview_cases(db_of(request), tenant_of(request), body)
+            cases = await plan_service.preview_cases(db, tenant_of(request), body)
         except DomainError as exc:
             errors = field_errors(exc, "case_ids")
         else:
@@ -130,7 +130,7 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
                                    preview={"cases": cases, "runs": runs, "results": cases * runs})
     if body is not None and not previewing:
         try:
-            plan = await plan_service.create_plan(db_of(request), tenant_of(request), body)
+            plan = await plan_service.create_plan(db, tenant_of(request), body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
@@ -177,7 +177,7 @@ async def plan_page(request: AnyRequest, plan_id: str) -> Template:
 
 
 @post("/plans/{plan_id:str}/edit", status_code=303)
-async def edit_plan(request: AnyRequest, plan_id: str) -> Template | Redirect:
+async def edit_plan(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Template | Redirect:
     plan = await _plan_or_404(request, plan_id)
     form, _ = await form_of(request)
     body, errors = convert(PlanUpdate, {
@@ -187,7 +187,7 @@ async def edit_plan(request: AnyRequest, plan_id: str) -> Template | Redirect:
     })
     if body is not None:
         try:
-            await plan_service.update_plan(db_of(request), tenant_of(request), plan.id, body)
+            await plan_service.update_plan(db, tenant_of(request), plan.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
@@ -196,9 +196,9 @@ async def edit_plan(request: AnyRequest, plan_id: str) -> Template | Redirect:
 
 
 @post("/plans/{plan_id:str}/delete", status_code=303)
-async def delete_plan(request: AnyRequest, plan_id: str) -> Redirect:
+async def delete_plan(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Redirect:
     plan = await _plan_or_404(request, plan_id)
-    await plan_service.delete_plan(db_of(request), tenant_of(request), plan.id)
+    await plan_service.delete_plan(db, tenant_of(request), plan.id)
     return done(request, f"/plans?project_id={plan.project_id}",
                 f"Plan “{plan.name}” deleted; its {len(plan.run_ids)} runs and their results are kept.")
 

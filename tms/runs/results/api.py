@@ -20,7 +20,7 @@ from tms.library.cases.models import Pagination
 from tms.runs.results import service as result_service
 from tms.runs.results.models import BulkAnswer, ResultList
 from tms.runs.statuses import RESULT_STATUSES
-from tms.state import db_of
+from tms.state import DatabaseDep
 
 _encoder = msgspec.json.Encoder()
 
@@ -38,10 +38,10 @@ _encoder = msgspec.json.Encoder()
                                  generate_examples=False)},  # random: step_results (Raw) encodes as nothing
 )
 async def list_results(
-    request: ApiRequest, run_id: str, limit: int | None = None, offset: int | None = None,
+    request: ApiRequest, db: DatabaseDep, run_id: str, limit: int | None = None, offset: int | None = None,
     assignee_id: str | None = None, status: str | None = None,
 ) -> Response[Any]:
-    db, tenant_id = db_of(request), request.user.tenant_id
+    db, tenant_id = db, request.user.tenant_id
     if limit is not None:
         return Response(await result_service.list_results(db, tenant_id, run_id, limit, offset,
                                                           assignee_id=assignee_id, status=status))
@@ -80,8 +80,8 @@ async def _all_results(db: Database, tenant_id: str, run_id: str, offset: int, s
     description="JSON body `{results: [Result]}` (gzip accepted); each item names `test_case_code` or "
     "`test_case_id` and is upserted per (run, case); answer `{accepted, rejected, errors: [{index, error}]}`.",
 )
-async def post_results(request: ApiRequest, run_id: str) -> Response[BulkAnswer]:
-    db, tenant_id = db_of(request), request.user.tenant_id
+async def post_results(request: ApiRequest, db: DatabaseDep, run_id: str) -> Response[BulkAnswer]:
+    db, tenant_id = db, request.user.tenant_id
     async with request_body(request) as raw:
         answer = await result_service.post_results(db, tenant_id, run_id, raw)
     return Response(answer, status_code=207 if answer.rejected else 201)

@@ -14,7 +14,7 @@ from litestar.response import Template
 
 from tms.http.pages import AnyRequest, page_numbers, render, tenant_of
 from tms.library.projects import service as project_service
-from tms.state import db_of
+from tms.state import DatabaseDep
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard
@@ -25,8 +25,8 @@ ENTITY_TYPES = ("case", "run", "result", "project", "token", "webhook", "integra
 
 
 @get("/audit")
-async def audit_page(request: AnyRequest, offset: int = 0) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def audit_page(request: AnyRequest, db: DatabaseDep, offset: int = 0) -> Template:
+    db, tenant = db, tenant_of(request)
     query = {key: (request.query_params.get(key) or "").strip()[:200]
              for key in ("entity_type", "entity_id", "action", "actor_id")}
     entries, total, limit, offset = await audit.list_entries(

@@ -10,7 +10,7 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError
 from tms.http.pages import AnyRequest, done, field_errors, form_of, render, tenant_of
-from tms.state import app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
 from tms.team.ldap import service
 from tms.team.scim import service as scim
 from tms.team.service import FormErrors
@@ -30,19 +30,19 @@ def _address(request: Request[Any, Any, Any]) -> str:
 
 
 @get("/auth/ldap", include_in_schema=False)
-async def sign_in_page(request: Request[Any, Any, Any], tenant: str | None = None,
+async def sign_in_page(request: Request[Any, Any, Any], db: DatabaseDep, tenant: str | None = None,
                        next: str | None = None) -> Template:
-    tenant_id, tenant_name = await service.sign_in_tenants(db_of(request), tenant)
+    tenant_id, tenant_name = await service.sign_in_tenants(db, tenant)
     return Template("ldap/login.html", context={"tenant_id": tenant_id or tenant or "", "tenant_name": tenant_name,
                                                 "next": safe_next(next), "username": ""})
 
 
 @post("/auth/ldap", include_in_schema=False, status_code=303)
-async def sign_in(request: Request[Any, Any, Any]) -> Template | Redirect:
+async def sign_in(request: Request[Any, Any, Any], db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     username, password = single.get("username", "").strip(), single.get("password", "")
     next_path = safe_next(single.get("next"))
-    db = db_of(request)
+    db = db
     tenant_id, tenant_name = await service.sign_in_tenants(db, single.get("tenant", "").strip() or None)
 
     def again(error: str, status: int, headers: dict[str, str] | None = None) -> Template:
@@ -58,7 +58,7 @@ async def sign_in(request: Request[Any, Any, Any]) -> Template | Redirect:
     if wait:
         return again(f"Too many failed sign-ins. Try again in {wait} seconds.", 429, {"Retry-After": str(wait)})
     try:
-        user = await service.sign_in(db, config_of(request), tenant_id, username, password)
+        user = await service.sign_in(db, config, tenant_id, username, password)
     except service.WrongCredentials:
         await throttle.record_failure(address, key)
         return again("Wrong username or password.", 400)
@@ -94,20 +94,20 @@ async def settings_page(request: AnyRequest) -> Template:
 
 
 @post("/ldap", status_code=303)
-async def save_settings(request: AnyRequest) -> Template | Redirect:
+async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
-        await service.save_settings(db_of(request), config_of(request), tenant_of(request), single)
+        await service.save_settings(db, config, tenant_of(request), single)
     except DomainError as exc:
         return await _page(request, form=single, errors=_errors(exc), status_code=400)
     return done(request, "/settings/ldap", "LDAP sign-in settings saved.")
 
 
 @post("/ldap/test", status_code=200)
-async def test_connection(request: AnyRequest) -> Template:
+async def test_connection(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
     single, _ = await form_of(request)
     try:
-        message = await service.test_connection(db_of(request), config_of(request), tenant_of(request), single)
+        message = await service.test_connection(db, config, tenant_of(request), single)
     except DomainError as exc:
         return await _page(request, form=single, errors=_errors(exc), status_code=400)
     except service.DirectoryError as exc:
@@ -116,11 +116,11 @@ async def test_connection(request: AnyRequest) -> Template:
 
 
 @post("/ldap/scim", status_code=303)
-async def save_scim_mapping(request: AnyRequest) -> Template | Redirect:
+async def save_scim_mapping(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
         mapping = scim.parse_group_role_map(single.get("group_role_map", ""))
-        await scim.save_settings(db_of(request), tenant_of(request), mapping, single.get("default_role", ""))
+        await scim.save_settings(db, tenant_of(request), mapping, single.get("default_role", ""))
     except DomainError as exc:
         field = "default_role" if exc.field == "scim_default_role" else "group_role_map"
         return await _page(request, scim_form=single, scim_errors={field: exc.detail}, status_code=400)

@@ -33,7 +33,7 @@ from scim2_models import (
 from tms.errors import DISK_FULL_DETAIL, DomainError
 from tms.http.api_auth import ApiRequest
 from tms.http.problems import handle_unexpected
-from tms.state import app_state, config_of, db_of
+from tms.state import DatabaseDep, app_state, config_of, db_of
 from tms.team.audit.service import Actor, acting_as
 from tms.team.scim import service
 from tms.team.scim.models import MEDIA_TYPE, PROVIDER, UserResource
@@ -168,92 +168,92 @@ def _query_search(request: ApiRequest) -> dict[str, Any]:
 
 
 @get("/Users", **SCIM)
-async def list_users(request: ApiRequest) -> Response[bytes]:
+async def list_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(UserResource, _query_search(request))
-    return _answer(await service.search_users(db_of(request), request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Users/.search", **SCIM)
-async def search_users(request: ApiRequest) -> Response[bytes]:
+async def search_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(UserResource, await _payload(request))
-    return _answer(await service.search_users(db_of(request), request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Users", **SCIM)
-async def create_user(request: ApiRequest) -> Response[bytes]:
-    body = await service.create_user(db_of(request), request.user.tenant_id, _base(request), _actor(request),
+async def create_user(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+    body = await service.create_user(db, request.user.tenant_id, _base(request), _actor(request),
                                      await _payload(request))
     return _created(body)
 
 
 @get("/Users/{user_id:str}", **SCIM)
-async def get_user(request: ApiRequest, user_id: str) -> Response[bytes]:
+async def get_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
     params = service.response_parameters(UserResource, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
-    return _answer(await service.get_user(db_of(request), request.user.tenant_id, _base(request), user_id, params))
+    return _answer(await service.get_user(db, request.user.tenant_id, _base(request), user_id, params))
 
 
 @put("/Users/{user_id:str}", **SCIM)
-async def replace_user(request: ApiRequest, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.replace_user(db_of(request), request.user.tenant_id, _base(request),
+async def replace_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
+    return _answer(await _write(request, service.replace_user(db, request.user.tenant_id, _base(request),
                                                               _actor(request), user_id, await _payload(request))))
 
 
 @patch("/Users/{user_id:str}", **SCIM)
-async def patch_user(request: ApiRequest, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.patch_user(db_of(request), request.user.tenant_id, _base(request),
+async def patch_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
+    return _answer(await _write(request, service.patch_user(db, request.user.tenant_id, _base(request),
                                                             _actor(request), user_id, await _payload(request))))
 
 
 @delete("/Users/{user_id:str}", status_code=204, **SCIM)
-async def delete_user(request: ApiRequest, user_id: str) -> None:
-    await _write(request, service.delete_user(db_of(request), request.user.tenant_id, _actor(request), user_id))
+async def delete_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> None:
+    await _write(request, service.delete_user(db, request.user.tenant_id, _actor(request), user_id))
 
 
 # --- groups -----------------------------------------------------------------------------------------------
 
 @get("/Groups", **SCIM)
-async def list_groups(request: ApiRequest) -> Response[bytes]:
+async def list_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(Group, _query_search(request))
-    return _answer(await service.search_groups(db_of(request), request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Groups/.search", **SCIM)
-async def search_groups(request: ApiRequest) -> Response[bytes]:
+async def search_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(Group, await _payload(request))
-    return _answer(await service.search_groups(db_of(request), request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Groups", **SCIM)
-async def create_group(request: ApiRequest) -> Response[bytes]:
-    body = await service.create_group(db_of(request), request.user.tenant_id, _base(request), _actor(request),
+async def create_group(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+    body = await service.create_group(db, request.user.tenant_id, _base(request), _actor(request),
                                       await _payload(request))
     return _created(body)
 
 
 @get("/Groups/{group_id:str}", **SCIM)
-async def get_group(request: ApiRequest, group_id: str) -> Response[bytes]:
+async def get_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
     params = service.response_parameters(Group, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
-    return _answer(await service.get_group(db_of(request), request.user.tenant_id, _base(request), group_id, params))
+    return _answer(await service.get_group(db, request.user.tenant_id, _base(request), group_id, params))
 
 
 @put("/Groups/{group_id:str}", **SCIM)
-async def replace_group(request: ApiRequest, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.replace_group(db_of(request), request.user.tenant_id,
+async def replace_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
+    return _answer(await _write(request, service.replace_group(db, request.user.tenant_id,
                                                                _base(request), _actor(request), group_id,
                                                                await _payload(request))))
 
 
 @patch("/Groups/{group_id:str}", **SCIM)
-async def patch_group(request: ApiRequest, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.patch_group(db_of(request), request.user.tenant_id, _base(request),
+async def patch_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
+    return _answer(await _write(request, service.patch_group(db, request.user.tenant_id, _base(request),
                                                              _actor(request), group_id, await _payload(request))))
 
 
 @delete("/Groups/{group_id:str}", status_code=204, **SCIM)
-async def delete_group(request: ApiRequest, group_id: str) -> None:
-    await _write(request, service.delete_group(db_of(request), request.user.tenant_id, _actor(request), group_id))
+async def delete_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> None:
+    await _write(request, service.delete_group(db, request.user.tenant_id, _actor(request), group_id))
 
 
 @post("/.search", **SCIM)

@@ -11,7 +11,7 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin import two_factor
 from tms.team.signin.session import enrolment_guard, needs_role, page_guard
 from tms.team.signin.session_cookie import SECOND_FACTOR, start_session
@@ -48,21 +48,21 @@ async def two_factor_page(request: AnyRequest) -> Template:
 
 
 @post("/2fa/start", status_code=303)
-async def start(request: AnyRequest) -> Template | Redirect:
+async def start(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     user = user_of(request)
     try:
-        await two_factor.start_enrolment(db_of(request), config_of(request), user.tenant_id, user.id)
+        await two_factor.start_enrolment(db, config, user.tenant_id, user.id)
     except DomainError as exc:
         return done(request, "/account/2fa", exc.detail, "error")
     return Redirect("/account/2fa", status_code=303)
 
 
 @post("/2fa/confirm", status_code=200)
-async def confirm(request: AnyRequest) -> Template | Redirect:
+async def confirm(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     user = user_of(request)
     try:
-        codes = await two_factor.confirm_enrolment(db_of(request), config_of(request), user.tenant_id, user.id,
+        codes = await two_factor.confirm_enrolment(db, config, user.tenant_id, user.id,
                                                    single.get("code", ""))
     except DomainError as exc:
         return await _page(request, errors={"code": exc.detail}, status_code=400)
@@ -72,17 +72,17 @@ async def confirm(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/2fa/cancel", status_code=303)
-async def cancel(request: AnyRequest) -> Redirect:
-    await two_factor.cancel_enrolment(db_of(request), user_of(request).id)
+async def cancel(request: AnyRequest, db: DatabaseDep) -> Redirect:
+    await two_factor.cancel_enrolment(db, user_of(request).id)
     return done(request, "/account/2fa", "Set-up cancelled.")
 
 
 @post("/2fa/recovery-codes", status_code=200)
-async def new_recovery_codes(request: AnyRequest) -> Template:
+async def new_recovery_codes(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
     single, _ = await form_of(request)
     user = user_of(request)
     try:
-        codes = await two_factor.regenerate_recovery_codes(db_of(request), config_of(request), user.tenant_id,
+        codes = await two_factor.regenerate_recovery_codes(db, config, user.tenant_id,
                                                            user.id, single.get("code", ""), _client(request))
     except two_factor.TooManyAttempts as exc:
         page = await _page(request, errors={"code": exc.detail}, status_code=429)
@@ -94,11 +94,11 @@ async def new_recovery_codes(request: AnyRequest) -> Template:
 
 
 @post("/2fa/disable", status_code=303)
-async def disable(request: AnyRequest) -> Template | Redirect:
+async def disable(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     user = user_of(request)
     try:
-        await two_factor.turn_off(db_of(request), config_of(request), user.tenant_id, user.id,
+        await two_factor.turn_off(db, config, user.tenant_id, user.id,
                                   single.get("off_code", ""), _client(request))
     except two_factor.TooManyAttempts as exc:
         page = await _page(request, errors={"off_code": exc.detail}, status_code=429)
@@ -124,11 +124,11 @@ async def team_page(request: AnyRequest) -> Template:
 
 
 @post("/two-factor", status_code=303)
-async def set_required(request: AnyRequest) -> Template | Redirect:
+async def set_required(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
     required = single.get("required") == "1"
     try:
-        changed = await two_factor.set_required(db_of(request), tenant_of(request), user_of(request).id, required)
+        changed = await two_factor.set_required(db, tenant_of(request), user_of(request).id, required)
     except DomainError as exc:
         return await _team_page(request, error=exc.detail, status_code=409)
     if not changed:
@@ -139,9 +139,9 @@ async def set_required(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/two-factor/{user_id:str}/reset", status_code=303)
-async def reset(request: AnyRequest, user_id: str) -> Redirect:
+async def reset(request: AnyRequest, db: DatabaseDep, user_id: str) -> Redirect:
     try:
-        await two_factor.reset(db_of(request), tenant_of(request), user_of(request).id, user_id)
+        await two_factor.reset(db, tenant_of(request), user_of(request).id, user_id)
     except NotFound as exc:
         raise not_found("user") from exc
     except DomainError as exc:

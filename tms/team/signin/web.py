@@ -16,7 +16,7 @@ from litestar.response import Redirect, Response, Template
 
 from tms.errors import DomainError, InvalidInput
 from tms.http.problems import problem_response
-from tms.state import app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
 from tms.team import accounts
 from tms.team import service as team
 from tms.team.signin import two_factor
@@ -48,7 +48,7 @@ async def login_page(request: Request[Any, Any, Any], next: str | None = None) -
 
 
 @post("/login", include_in_schema=False, status_code=303)
-async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
+async def login(request: Request[Any, Any, Any], db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form = await request.form()
     email = str(form.get("email", "")).strip()
     password = str(form.get("password", ""))
@@ -59,8 +59,8 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
     if wait:
         return _login_page(request, error=f"Too many failed sign-ins. Try again in {wait} seconds.", email=email,
                            next=next_path, status_code=429, headers={"Retry-After": str(wait)})
-    owners_only = not config_of(request).get("auth.password_login")
-    user = (await accounts.authenticate_user(db_of(request), email, password, owners_only=owners_only)
+    owners_only = not config.get("auth.password_login")
+    user = (await accounts.authenticate_user(db, email, password, owners_only=owners_only)
             if email and password else None)
     if user is None:
         await throttle.record_failure(address, email)
@@ -69,13 +69,13 @@ async def login(request: Request[Any, Any, Any]) -> Template | Redirect:
         return _login_page(request, error=error, email=email, next=next_path, status_code=400)
     # "SSO required": only the owner still signs in with a password (asked once the password
     # matched, so the answer does not tell which addresses are members)
-    refusal = await sso_service.password_sign_in_refused(db_of(request), user["id"])
+    refusal = await sso_service.password_sign_in_refused(db, user["id"])
     if refusal:
         return _login_page(request, error=refusal, email=email, next=next_path, status_code=403)
     await throttle.record_success(address, email)
     # under a fresh id (no session fixation); without its second factor until /login/two-factor
     start_session(request, {"user_id": user["id"]})
-    state = await two_factor.state(db_of(request), user["id"], user["tenant_id"])
+    state = await two_factor.state(db, user["id"], user["tenant_id"])
     if state.enrolled:
         return Redirect("/login/two-factor?next=" + quote(next_path, safe="/"), status_code=303)
     if state.required:
@@ -105,7 +105,7 @@ async def second_step_page(request: Request[Any, Any, Any], next: str | None = N
 
 
 @post("/login/two-factor", include_in_schema=False, status_code=303)
-async def second_step(request: Request[Any, Any, Any]) -> Template | Redirect:
+async def second_step(request: Request[Any, Any, Any], db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form = await request.form()
     next_path = safe_next(str(form.get("next", "")))
     user, progress = await half_signed_in(request)
@@ -114,7 +114,7 @@ async def second_step(request: Request[Any, Any, Any]) -> Template | Redirect:
     if progress != NEEDS_CODE:
         return Redirect(next_path, status_code=303)
     try:
-        method = await two_factor.verify(db_of(request), config_of(request), user.tenant_id, user.id,
+        method = await two_factor.verify(db, config, user.tenant_id, user.id,
                                          str(form.get("code", "")), _client_address(request))
     except two_factor.TooManyAttempts as exc:
         return _second_step_page(request, next_path, error=exc.detail, status_code=429,
@@ -123,7 +123,7 @@ async def second_step(request: Request[Any, Any, Any]) -> Template | Redirect:
         return _second_step_page(request, next_path, error=exc.detail, status_code=400)
     start_session(request, {"user_id": user.id, SECOND_FACTOR: method})  # a fresh id once more
     if method == "recovery":
-        left = await two_factor.recovery_codes_left(db_of(request), user.id)
+        left = await two_factor.recovery_codes_left(db, user.id)
         flash(request, f"You signed in with a recovery code; {left} left. Set up two-factor again if your "
               "device is lost (/account/2fa).", "info")
     return Redirect(next_path, status_code=303)
@@ -156,7 +156,8 @@ async def _reset_email(request: Request[Any, Any, Any]) -> tuple[str, bool]:
 
 
 @post("/password-reset", include_in_schema=False, status_code=303, exclude_from_csrf=True)
-async def forgot(request: Request[Any, Any, Any]) -> Template | Redirect | Response[Any]:
+async def forgot(request: Request[Any, Any, Any], db: DatabaseDep,
+                 config: ConfigDep) -> Template | Redirect | Response[Any]:
     """Mails a one-hour reset link when the address has an account. The answer never says whether it has:
     it is the same, and sent before the account is even looked up (the lookup, the link and the mail run
     after the response, as a background task). Throttled per address asked for and per client.
@@ -171,7 +172,7 @@ async def forgot(request: Request[Any, Any, Any]) -> Template | Redirect | Respo
         return Template("account/forgot.html", context={"sent": "", "email": "", "error": "Enter your email address."},
                         status_code=400)
     client = _client_address(request)
-    throttle = ResetThrottle(db_of(request))
+    throttle = ResetThrottle(db)
     wait = await throttle.retry_after(client, email)
     if wait:
         detail = f"Too many reset requests. Try again in {wait} seconds."
@@ -180,7 +181,7 @@ async def forgot(request: Request[Any, Any, Any]) -> Template | Redirect | Respo
         return Template("account/forgot.html", context={"sent": "", "email": email, "error": detail},
                         status_code=429, headers={"Retry-After": str(wait)})
     await throttle.record(client, email)
-    task = BackgroundTask(_mail_reset, db_of(request), config_of(request), email, client)
+    task = BackgroundTask(_mail_reset, db, config, email, client)
     if as_json:
         return Response({"data": {"detail": _RESET_SENT}}, status_code=202, background=task)
     return Redirect("/password-reset?sent=1", status_code=303, background=task)
@@ -220,7 +221,7 @@ async def setup_page(request: Request[Any, Any, Any], token: str | None = None) 
 
 
 @post("/setup", include_in_schema=False, status_code=303)
-async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Response[str]:
+async def setup(request: Request[Any, Any, Any], db: DatabaseDep) -> Template | Redirect | Response[str]:
     if await users_exist(request):
         return Redirect("/login", status_code=303)
     form = await request.form()
@@ -230,7 +231,7 @@ async def setup(request: Request[Any, Any, Any]) -> Template | Redirect | Respon
     values = {key: str(form.get(key, "")) for key in ("tenant_name", "email", "password")}
     try:
         created = await accounts.create_first_tenant_and_admin(
-            db_of(request), values["tenant_name"], values["email"], values["password"]
+            db, values["tenant_name"], values["email"], values["password"]
         )
     except DomainError as exc:
         return Template(
