@@ -51,6 +51,9 @@ class LinkedRow(msgspec.Struct, gc=False):
     fingerprint: str | None  # FAILED/BROKEN only: tms.failures.fingerprints
     passed_on_retry: int     # 1: an earlier attempt failed, the last passed (flaky evidence)
     source: str              # "automated" | "manual" (migration 0027): who last set the outcome
+    custom_fields: str       # JSON {key: value} of the project's result fields (migration 0039)
+    location_file: str | None  # the test's source location, when the report gave it (issue 24)
+    location_line: int | None
 
 
 class UnlinkedRow(msgspec.Struct, gc=False):
@@ -78,6 +81,9 @@ class UnlinkedRow(msgspec.Struct, gc=False):
     fingerprint: str | None
     passed_on_retry: int
     source: str
+    custom_fields: str
+    location_file: str | None
+    location_line: int | None
 
 
 LINKED_COLUMNS: tuple[str, ...] = LinkedRow.__struct_fields__
@@ -105,7 +111,8 @@ _UPSERT = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint, source"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint, source, "
+    "custom_fields, location_file AS file, location_line AS line"
 )
 _UNLINKED_LIST_COLUMNS = (
     _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")
@@ -397,7 +404,8 @@ async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_id
 
 # One result changed by hand (tms.runs.writes.save_one): the columns a manual save may set
 UPDATABLE = frozenset({"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
-                       "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source"})
+                       "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source",
+                       "custom_fields"})
 UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
 
 
