@@ -215,3 +215,29 @@ def test_location_shows_on_the_execution_view(tenant: Tenant) -> None:
     result_id = answer.json()["result_ids"][0]
     page = tenant.web().get(f"/results/{result_id}/execute").text
     assert 'id="result-location"' in page and "src/&lt;pay&gt;_test.go:10000000" in page
+
+
+def test_the_reporter_sends_file_and_line_from_reports(tenant: Tenant) -> None:
+    """`tms ingest` of a JUnit report (pytest's file/line attributes) and a Playwright CTRF report
+    (filePath/line): each result comes back with the location its report gave; --dry-run --json shows it."""
+    from tests.test_reporter_e2e import REPORTS, ROOT, ingest, results_of
+
+    project = tenant.create_project()
+    junit = REPORTS / "pytest" / "junit.xml"
+    ctrf = ROOT / "tests" / "fixtures" / "ctrf" / "playwright-ctrf.json"
+    done = ingest(tenant, str(junit), str(ctrf), "--project", project["id"], "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    results = results_of(tenant, summary["run_id"])
+    [total] = [r for r in results if r["title"].endswith("test_total_is_wrong")]
+    assert (total["file"], total["line"]) == ("sample_checkout.py", 21)
+    # the CTRF tests name their filePath and no line
+    located = [r for r in results if r["file"] and r["file"].endswith("source/shop.spec.mjs")]
+    assert len(located) == len([r for r in results if r["title"].startswith("shop.spec.mjs")]) >= 5
+    assert all(r["line"] is None for r in located)
+
+    dry = ingest(tenant, str(junit), "--project", project["id"], "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    items = json.loads(dry.stdout)["payload"]["results"]
+    assert {"file": "sample_checkout.py", "line": 21}.items() <= next(
+        i for i in items if i["title"].endswith("test_total_is_wrong")).items()
