@@ -90,6 +90,11 @@ def test_ingest_stores_values_and_location_per_item(tenant: Tenant) -> None:
     assert (event["data"]["file"], event["data"]["line"]) == ("tests/test_pay.py", 42)
     # the run page shows the location
     assert "tests/test_pay.py:42" in tenant.web().get(f"/runs/{body['run_id']}").text
+    # the values go with their results
+    assert _values_rows(tenant, unlinked_id) == [("browser", "Chrome", None), ("build", None, 7.5)]
+    deleted = tenant.web().post(f"/projects/{project['id']}/delete", data={"confirm_name": project["name"]})
+    assert deleted.status_code == 303, deleted.text
+    assert _values_rows(tenant, linked_id) == [] and _values_rows(tenant, unlinked_id) == []
 
 
 def test_post_results_and_shards_check_each_item(tenant: Tenant) -> None:
@@ -151,6 +156,7 @@ def test_patch_checks_values_and_required_fields(tenant: Tenant) -> None:
     # keys given replace theirs, others stay; null removes one
     again = tenant.api.patch(f"/api/v1/results/{result_id}", json={"custom_fields": {"build": None}})
     assert again.json()["data"]["custom_fields"] == {"checked_by": values["checked_by"]}
+    assert _values_rows(tenant, result_id) == [("checked_by", values["checked_by"], None)]
     # the failed event of the manual save carries the values it saved
     [event] = [e for e in events_of(tenant, "test_run_result.failed") if e["data"]["result_id"] == result_id]
     assert event["data"]["custom_fields"] == values

@@ -1,7 +1,7 @@
 -- SQLite 0039: result fields and source locations (issues 26 and 24). The same columns on both results
--- tables and result_field_values kept by triggers (the same rows, the same indexes); see
--- 0039_result_fields.sql. Each trigger's WHEN skips a result without values before any function call,
--- so an ingest's COPY pays one comparison a row.
+-- tables and result_field_values kept by triggers on UPDATE and DELETE (the same rows, the same indexes;
+-- a new result's rows are written by tms.runs.results.store, as on SQLite); see 0039_result_fields.sql.
+-- Each trigger's WHEN skips a result without values before any function call.
 ALTER TABLE test_results ADD COLUMN custom_fields TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE test_results ADD COLUMN location_file TEXT;
 ALTER TABLE test_results ADD COLUMN location_line BIGINT;
@@ -38,14 +38,10 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER test_results_field_values_insert AFTER INSERT ON test_results FOR EACH ROW
-    WHEN (NEW.custom_fields <> '{}') EXECUTE FUNCTION results_field_values_sync();
 CREATE TRIGGER test_results_field_values_update AFTER UPDATE OF custom_fields ON test_results FOR EACH ROW
     WHEN (OLD.custom_fields IS DISTINCT FROM NEW.custom_fields) EXECUTE FUNCTION results_field_values_sync();
 CREATE TRIGGER test_results_field_values_delete AFTER DELETE ON test_results FOR EACH ROW
     WHEN (OLD.custom_fields <> '{}') EXECUTE FUNCTION results_field_values_sync();
-CREATE TRIGGER unlinked_results_field_values_insert AFTER INSERT ON unlinked_test_results FOR EACH ROW
-    WHEN (NEW.custom_fields <> '{}') EXECUTE FUNCTION results_field_values_sync();
 CREATE TRIGGER unlinked_results_field_values_update AFTER UPDATE OF custom_fields ON unlinked_test_results
     FOR EACH ROW WHEN (OLD.custom_fields IS DISTINCT FROM NEW.custom_fields)
     EXECUTE FUNCTION results_field_values_sync();
