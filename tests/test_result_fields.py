@@ -247,3 +247,20 @@ def test_the_reporter_sends_file_and_line_from_reports(tenant: Tenant) -> None:
     items = json.loads(dry.stdout)["payload"]["results"]
     assert {"file": "sample_checkout.py", "line": 21}.items() <= next(
         i for i in items if i["title"].endswith("test_total_is_wrong")).items()
+
+
+def test_many_results_with_values_are_all_indexed(tenant: Tenant) -> None:
+    """Above VALUES_IN_THREAD results holding values, their value rows are made in a worker thread."""
+    project = _project_with_fields(tenant)
+    answer = tenant.api.post("/api/v1/ingest", json={"project_id": project["id"], "results": [
+        {"title": f"t{i}", "status": "PASSED", "custom_fields": {"build": i, "areas": ["cart"]}} for i in range(600)]})
+    assert answer.status_code == 201, answer.text
+    ids = answer.json()["result_ids"]
+    with connect_db(tenant.server.db_path) as conn:
+        counted = conn.execute(
+            "SELECT field_key, COUNT(*) FROM result_field_values WHERE tenant_id = ? GROUP BY field_key "
+            "ORDER BY field_key", (tenant.id,)).fetchall()
+    # each result: its build, its area and the browser's default
+    assert [tuple(row) for row in counted] == [("areas", 600), ("browser", 600), ("build", 600)]
+    assert _values_rows(tenant, ids[599]) == [("areas", "cart", None), ("browser", "Chrome", None),
+                                              ("build", None, 599.0)]

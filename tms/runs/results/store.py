@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -169,6 +170,7 @@ async def insert_linked(tx: Transaction, rows: Iterable[LinkedRow], versions: Ma
 # ---- result_field_values (migration 0039): one row per value of a result's custom fields --------------
 
 NO_VALUES = "{}"
+VALUES_IN_THREAD = 500  # results holding values from which their rows are made in a worker thread
 _VALUE_COLUMNS = ("tenant_id", "field_key", "value_text", "value_number", "result_id")
 _values_of = msgspec.json.Decoder(dict[str, Any])
 
@@ -194,7 +196,11 @@ def _value_rows(results: Iterable[tuple[str, str, str]]) -> Iterator[tuple[Any, 
 async def _add_values(tx: Transaction, results: list[tuple[str, str, str]]) -> None:
     """Value rows of new results holding values (no trigger on INSERT: an ingest's rows without values
     cost nothing). One bulk statement; nothing at all when no result holds a value."""
-    rows = list(_value_rows(results))
+    if not results:
+        return
+    # decoding thousands of results' values is CPU work: a worker thread, so the event loop serves others
+    rows = (list(_value_rows(results)) if len(results) < VALUES_IN_THREAD
+            else await asyncio.to_thread(lambda: list(_value_rows(results))))
     if rows:
         await tx.insert_rows("result_field_values", _VALUE_COLUMNS, rows)
 
