@@ -274,7 +274,8 @@ def _ingest_file(tenant: Tenant, path: Path, project_id: str, *extra: str) -> di
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-_COMPARED = ("test_case_code", "title", "status", "duration_ms", "error_message", "error_stack", "executed_at")
+_COMPARED = ("test_case_code", "title", "status", "duration_ms", "error_message", "error_stack", "executed_at",
+             "file", "line")
 
 
 def _rows(tenant: Tenant, run_id: str) -> list[tuple[Any, ...]]:
@@ -289,7 +290,8 @@ def _round_trip_results(fmt: str) -> list[dict[str, Any]]:
     has no message without a stack (its reader makes the stack from the message and the trace)."""
     results: list[dict[str, Any]] = [
         {"test_case_code": "RT-1", "title": f"checkout > pays by card {EVIL}", "status": "PASSED",
-         "duration_ms": 1234, "executed_at": "2026-11-20T10:00:00.123Z"},
+         "duration_ms": 1234, "executed_at": "2026-11-20T10:00:00.123Z", "file": f"tests/checkout {EVIL}.py",
+         "line": 12},
         {"test_case_code": "RT-2", "title": "same title", "status": "FAILED", "duration_ms": 5,
          "error_message": f"AssertionError: 1 != 2 {EVIL}",
          "error_stack": f"AssertionError: 1 != 2 {EVIL}\n\tat line 3\r\n  ]]> <![CDATA[ \u00e9\u4e2d\U0001f600"},
@@ -298,7 +300,8 @@ def _round_trip_results(fmt: str) -> list[dict[str, Any]]:
          **({"error_stack": "fixture 'db' not found\n  at setup"} if fmt == "ctrf" else {})},
         {"test_case_code": "RT-4", "title": "skipped one", "status": "SKIPPED"},
         {"title": "pytest > tests.test_x > test_unlinked", "status": "FAILED", "duration_ms": 987654321,
-         "error_message": "boom", "error_stack": "boom\nTraceback (most recent call last):\n  x"},
+         "error_message": "boom", "error_stack": "boom\nTraceback (most recent call last):\n  x",
+         "file": "tests/test_x.py"},
         {"title": "unlinked passes", "status": "PASSED", "duration_ms": 1},
     ]
     if fmt == "ctrf":

@@ -5,7 +5,8 @@ Entry points: ingest (a new run), a shard ingest (``run_id``), ``POST /runs/{id}
 whose failure matches a known issue's pattern, into a run; the table then checks, for that write:
 the run's counts, PENDING -> IN_PROGRESS, one ``test_run_result.failed`` event, the fingerprint and its
 ``failure_fingerprints`` row, the known issue's bug stamped, the retest flag cleared, one audit entry,
-the case version and the result's ``source`` (and the run's ``kind``).
+the case version and the result's ``source`` (and the run's ``kind``), the result field's value and
+the source location (issues 26, 24) in the result and its event.
 """
 
 from __future__ import annotations
@@ -33,11 +34,20 @@ def _setup(tenant: Tenant) -> dict[str, Any]:
     with connect_db(tenant.server.db_path) as conn:
         conn.execute("UPDATE test_cases SET needs_retest = 1 WHERE id = ?", (case["id"],))
         conn.commit()
+    # a result field (issue 26): every entry point stores its value and the failed event carries it
+    field = tenant.api.post("/api/v1/custom-fields", json={"project_id": project["id"], "key": "browser",
+                                                           "name": "Browser", "type": "text", "entity": "result"})
+    assert field.status_code == 201, field.text
     return {"project": project, "case": case}
 
 
+VALUES = {"browser": "Firefox"}
+LOCATION = {"file": "tests/test_pay.py", "line": 42}  # reported results only (issue 24)
+
+
 def _failed_item(case: dict[str, Any]) -> dict[str, Any]:
-    return {"test_case_code": case["code"], "status": "FAILED", "error_message": MESSAGE}
+    return {"test_case_code": case["code"], "status": "FAILED", "error_message": MESSAGE, "custom_fields": VALUES,
+            **LOCATION}
 
 
 # each entry point: (setup) -> (run id, result id), writing one FAILED result of the case
@@ -76,7 +86,7 @@ def _placeholder(tenant: Tenant, s: dict[str, Any]) -> tuple[str, str]:
 
 def _patch(tenant: Tenant, s: dict[str, Any]) -> tuple[str, str]:
     run_id, result_id = _placeholder(tenant, s)
-    answer = tenant.api.patch(f"/api/v1/results/{result_id}", json={"status": "FAILED"})
+    answer = tenant.api.patch(f"/api/v1/results/{result_id}", json={"status": "FAILED", "custom_fields": VALUES})
     assert answer.status_code == 200, answer.text
     return run_id, result_id
 
@@ -84,7 +94,7 @@ def _patch(tenant: Tenant, s: dict[str, Any]) -> tuple[str, str]:
 def _web_save(tenant: Tenant, s: dict[str, Any]) -> tuple[str, str]:
     run_id, result_id = _placeholder(tenant, s)
     web = tenant.web()
-    answer = web.post(f"/results/{result_id}/execute", data={"status": "FAILED"})
+    answer = web.post(f"/results/{result_id}/execute", data={"status": "FAILED", "cf.browser": VALUES["browser"]})
     assert answer.status_code == 303, answer.text
     return run_id, result_id
 
@@ -122,9 +132,15 @@ def test_every_side_effect_exactly_once(tenant: Tenant, entry: str) -> None:
     assert result["fingerprint"]
     # the case's version at the write
     assert result["case_version"] == s["case"]["version"]
-    # one test_run_result.failed event, naming this result
+    # the result field's value, and the source location of a reported result
+    assert result["custom_fields"] == VALUES
+    located = LOCATION if source == "automated" else {"file": None, "line": None}
+    assert {"file": result["file"], "line": result["line"]} == located
+    # one test_run_result.failed event, naming this result, with its values and location
     failed = [e for e in events_of(tenant, "test_run_result.failed") if e["data"]["run_id"] == run_id]
     assert [e["data"]["result_id"] for e in failed] == [result_id]
+    assert failed[0]["data"]["custom_fields"] == VALUES
+    assert {"file": failed[0]["data"]["file"], "line": failed[0]["data"]["line"]} == located
     with connect_db(tenant.server.db_path) as conn:
         # failure_fingerprints: first seen in this run, counted once
         seen = conn.execute("SELECT first_run_id, last_run_id FROM failure_fingerprints WHERE tenant_id = ? "

@@ -47,7 +47,7 @@ def test_all_accepted_is_201_with_every_field_stored(setup) -> None:
     assert set(rows[0]) == {"id", "test_case_id", "test_case_code", "title", "status", "comment", "bug_ticket_key",
                             "bug_ticket_url", "duration_ms", "framework", "error_message", "error_stack",
                             "executed_at", "created_at", "updated_at", "attachments", "case_version", "assignee_id",
-                            "step_results", "fingerprint", "source"}
+                            "step_results", "fingerprint", "source", "custom_fields", "file", "line"}
     assert {k: rows[0][k] for k in ALL_FIELDS} == ALL_FIELDS
     assert [row["source"] for row in rows] == ["automated", "automated"]
     assert (rows[0]["test_case_id"], rows[0]["test_case_code"], rows[0]["title"]) == (
@@ -149,7 +149,8 @@ def test_failed_event_fires_when_a_result_becomes_failed(setup) -> None:
     result_id = listed(tenant, run)[0]["id"]
     assert fired[0]["data"] == {"run_id": run["id"], "run_name": run["name"], "project_id": run["project_id"],
                                 "result_id": result_id, "test_case_id": a["id"], "test_case_code": a["code"],
-                                "title": a["title"], "error_message": "boom", "bug_ticket_key": "BUG-9"}
+                                "title": a["title"], "error_message": "boom", "bug_ticket_key": "BUG-9",
+                                "custom_fields": {}, "file": None, "line": None}
     post(tenant, run, [{"test_case_code": a["code"], "status": "FAILED"}])  # stays FAILED: no new event
     assert len(events_of(tenant, "test_run_result.failed")) == 1
     post(tenant, run, [{"test_case_code": b["code"], "status": "FAILED"}])  # PASSED -> FAILED: event

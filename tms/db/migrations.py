@@ -30,6 +30,7 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0023_ldap_bind_password_sealed  0042_ldap_bind_password_sealed
     0018_comments                 0037_comments
     0017_shared_steps             0036_shared_steps
+    0020_result_fields            0039_result_fields
 """
 
 from __future__ import annotations

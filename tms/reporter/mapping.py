@@ -214,6 +214,10 @@ def _result(outcome: TestOutcome, title: str, code: str | None) -> dict[str, Any
         result["error_stack"] = outcome.error_stack
     if outcome.executed_at:
         result["executed_at"] = outcome.executed_at
+    if outcome.location_file:
+        result["file"] = outcome.location_file
+    if outcome.location_line:
+        result["line"] = outcome.location_line
     return result
 
 

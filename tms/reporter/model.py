@@ -89,8 +89,7 @@ class TestOutcome:
     # files the report references for this test, (name, path on disk): uploaded after the ingest
     attachments: list[tuple[str, str]] = field(default_factory=list)
     # where the test is defined, when the report says so (JUnit `file`/`line`, CTRF `filePath`/`line`,
-    # Playwright's spec location, mocha/jest/RSpec/dart): kept by the reporter only, NOT sent in the
-    # ingest body (the service refuses unknown fields until it takes a location)
+    # Playwright's spec location, mocha/jest/RSpec/dart): sent as the result's `file` and `line`
     location_file: str | None = None
     location_line: int | None = None
 

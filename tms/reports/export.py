@@ -94,6 +94,10 @@ def _testcase(row: Row) -> str:
         parts.append(f' time="{_seconds(int(row["duration_ms"]))}"')
     if row["executed_at"]:
         parts.append(f' timestamp="{xml_attr(row["executed_at"])}"')
+    if row["location_file"]:  # the source location, as pytest and PHPUnit write it
+        parts.append(f' file="{xml_attr(row["location_file"])}"')
+        if row["location_line"]:
+            parts.append(f' line="{int(row["location_line"])}"')
     status = row["status"]
     if status == "PASSED":
         parts.append("/>\n")
@@ -152,6 +156,10 @@ def _ctrf_test(row: Row) -> dict[str, Any]:
         test["start"] = start
     if row["test_case_code"]:
         test["suite"] = [_tag(row["test_case_code"])]
+    if row["location_file"]:
+        test["filePath"] = row["location_file"]
+        if row["location_line"]:
+            test["line"] = int(row["location_line"])
     if status == "BROKEN":
         test["rawStatus"] = "broken"
     if status in FAILING:

@@ -217,7 +217,7 @@ async def changes(db: Database, tenant_id: str, run_id: str, base_id: str) -> Ro
 # ---- run export: keyset pages -----------------------------------------------------------------------
 
 _EXPORT_COLUMNS = ("title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, framework, error_message, "
-                   "error_stack, executed_at")
+                   "error_stack, executed_at, location_file, location_line")
 
 
 async def linked_page(db: Database, tenant_id: str, run_id: str, after: str, limit: int) -> list[Row]:

@@ -28,7 +28,8 @@ async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | No
 
 _RESULT_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint, "
+    "location_file AS file, location_line AS line"
 )
 _UNLINKED_COLUMNS = _RESULT_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, "
                                           "NULL AS test_case_code")

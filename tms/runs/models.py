@@ -99,7 +99,8 @@ class RunCasesEnvelope(msgspec.Struct):
 
 
 class ResultFailedEvent(msgspec.Struct, kw_only=True):
-    """``data`` of test_run_result.failed: exactly the contract's fields (made by ``tms.runs.writes``)."""
+    """``data`` of test_run_result.failed: the contract's fields (made by ``tms.runs.writes``), and, added
+    by issues 26 and 24, the result's custom field values and the test's source location."""
 
     run_id: str
     run_name: str
@@ -110,6 +111,9 @@ class ResultFailedEvent(msgspec.Struct, kw_only=True):
     title: str | None
     error_message: str | None
     bug_ticket_key: str | None
+    custom_fields: dict[str, Any] = {}
+    file: str | None = None
+    line: int | None = None
 
 
 class RunCompletedEvent(msgspec.Struct, kw_only=True):

@@ -26,12 +26,15 @@ from typing import Any, Literal, NamedTuple
 import msgspec
 
 from tms.db import Database, Row, Transaction
+from tms.errors import InvalidInput
 from tms.failures import service as failures
 from tms.failures.flaky import service as flaky
 from tms.failures.known_issues import service as known_issues
 from tms.failures.known_issues.service import Matcher
 from tms.failures.retest import service as retest
 from tms.ids import new_ids
+from tms.library.fields import service as field_service
+from tms.library.fields.service import NO_RESULT_FIELDS, ResultFieldRules
 from tms.notifications import events
 from tms.operations.metrics import INGESTED_RESULTS
 from tms.runs import store as run_store
@@ -88,7 +91,9 @@ def failed_event(run: RunRef, row: LinkedRow | UnlinkedRow, test_case_id: str | 
     """The one place ``test_run_result.failed`` data is made (the contract's fields)."""
     return ResultFailedEvent(run_id=run.id, run_name=run.name, project_id=run.project_id, result_id=row.id,
                              test_case_id=test_case_id, test_case_code=test_case_code, title=row.title,
-                             error_message=row.error_message, bug_ticket_key=bug_ticket_key)
+                             error_message=row.error_message, bug_ticket_key=bug_ticket_key,
+                             custom_fields=field_service.decode_values(row.custom_fields),
+                             file=row.location_file, line=row.location_line)
 
 
 def _data(event: msgspec.Struct) -> dict[str, Any]:
@@ -112,6 +117,14 @@ async def matcher_ahead(db: Database, tenant_id: str, project_id: str,
     matcher = await known_issues.matcher_for(db, tenant_id, project_id)
     await known_issues.match_ahead(matcher, texts)
     return matcher
+
+
+async def fields_ahead(db: Database, tenant_id: str, project_id: str,
+                       items: Sequence[ResultIn | None]) -> ResultFieldRules:
+    """The project's result fields (and the tenant's users when a `user` field needs them), read once
+    before the write: ``prepare`` then checks each item's ``custom_fields`` in memory."""
+    return await field_service.result_rules(db, tenant_id, project_id,
+                                            (item.custom_fields for item in items if item is not None))
 
 
 @dataclass(slots=True)
@@ -141,11 +154,12 @@ NO_CASE = "each result must name test_case_code or test_case_id"
 
 
 def prepare(tenant_id: str, run: RunRef, now: str, default_framework: str | None, items: Sequence[ResultIn | None],
-            cases: CaseMaps, item_errors: Mapping[int, str], matcher: Matcher, *, linked_only: bool = False
-            ) -> Batch:
+            cases: CaseMaps, item_errors: Mapping[int, str], matcher: Matcher, *, linked_only: bool = False,
+            rules: ResultFieldRules = NO_RESULT_FIELDS) -> Batch:
     """Rows of both tables, stamped (fingerprint, known-issue bug): CPU only, no database, so a big body
     runs it in a thread (``rows.off_loop``). An item naming an unknown case is rejected (by index), and so
-    is one naming none when ``linked_only`` (POST results). Items of one case in the body share the first
+    is one naming none when ``linked_only`` (POST results), and one whose ``custom_fields`` the project's
+    result fields (``rules``, from ``fields_ahead``) refuse. Items of one case in the body share the first
     one's result id: the last one's fields win, as upserting them in turn would leave."""
     by_code, by_id = cases
     errors = dict(item_errors)
@@ -160,17 +174,25 @@ def prepare(tenant_id: str, run: RunRef, now: str, default_framework: str | None
         if isinstance(case, str) or (case is None and linked_only):
             errors[index] = case if isinstance(case, str) else NO_CASE
             continue
+        if item.custom_fields:
+            try:
+                values = rules.encoded(item.custom_fields)
+            except InvalidInput as exc:
+                errors[index] = exc.detail
+                continue
+        else:
+            values = rules.defaults
         framework = item.framework or default_framework
         stamped = stamp(item.status, item.error_message, item.error_stack, item.bug_ticket_key, item.bug_ticket_url)
         if case is None:
             batch.unlinked.append(unlinked_row(ids[index], tenant_id, run.project_id, run.id, item, framework, now,
-                                               stamped))
+                                               stamped, values))
             batch.unlinked_at.append(index)
             batch.unlinked_bugs.append(item.bug_ticket_key)
             continue
         result_id = first_id.setdefault(case["id"], ids[index])
         batch.linked.append(linked_row(result_id, tenant_id, run.id, case, item.title or case["title"], item,
-                                       framework, now, stamped))
+                                       framework, now, stamped, values))
         batch.linked_at.append(index)
         batch.linked_bugs.append(item.bug_ticket_key)
     return batch
@@ -333,7 +355,9 @@ async def save_one(
                 run_id=run.id, run_name=run.name, project_id=run.project_id, result_id=row["id"],
                 test_case_id=row["test_case_id"], test_case_code=row["test_case_code"], title=row["title"],
                 error_message=row["error_message"],
-                bug_ticket_key=changes.get("bug_ticket_key", row["bug_ticket_key"]))))
+                bug_ticket_key=changes.get("bug_ticket_key", row["bug_ticket_key"]),
+                custom_fields=field_service.decode_values(changes.get("custom_fields", row["custom_fields"])),
+                file=row["file"], line=row["line"])))
         if linked and new_status != "UNKNOWN":
             await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)
         flaky.touch_after_commit(tx, db, tenant_id, run.project_id)

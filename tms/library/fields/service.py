@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ OPTION_SEPARATOR = ";"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _options = msgspec.json.Decoder(list[str])
 _encoder = msgspec.json.Encoder()
+_values = msgspec.json.Decoder(dict[str, Any])
 # {user id or lower-cased e-mail: user id} of a tenant: what a `user` field accepts
 Users = Mapping[str, str]
 
@@ -146,7 +148,7 @@ def needs_users(given: Mapping[str, Any] | None) -> bool:
 
 def merge_case_fields(
     fields: Mapping[str, CustomField], current: Mapping[str, Any], given: Mapping[str, Any] | None, *,
-    creating: bool, users: Users | None, entity: str = "case",
+    creating: bool, users: Users | None, entity: str = "case", enforce_required: bool = True,
 ) -> dict[str, Any]:
     """A case's values once ``given`` is applied to ``current`` (keys given with null or "" are removed).
 
@@ -173,7 +175,7 @@ def merge_case_fields(
         for field in active:
             if field.key not in result and field.default is not None:
                 result[field.key] = field.default
-    if creating or given is not None:
+    if enforce_required and (creating or given is not None):
         for field in active:
             if field.required and result.get(field.key) is None:
                 raise _bad(field.key, f"{field.name} is required")
@@ -428,10 +430,68 @@ async def validate_result_fields(db: Database, tenant_id: str, project_id: str |
                                  current: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A result's ``custom_fields`` checked against the project's result fields (entity ``result``):
     types, options, users, defaults on create, required fields; a 400 naming ``custom_fields.<key>``.
-    For the writer of results (storing them on results is its own part)."""
+    A result saved by hand (``PATCH /results/{id}``, the execution view) is checked with this."""
     fields = await fields_of(db, tenant_id, project_id, "result")
     users = await tenant_users(db, tenant_id) if needs_users(given) else None
     return merge_case_fields(fields, current or {}, given, creating=creating, users=users, entity="result")
+
+
+EMPTY = "{}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFieldRules:
+    """A project's result fields, read once for a whole batch of results (ingest, shards, ``POST
+    results``), so that each item is checked in memory: no query per item.
+
+    ``encoded`` checks one item's values and returns the JSON to store. A reported result gets the
+    defaults of the fields it leaves out, but required fields are not enforced: a test report cannot
+    know a project's fields, and refusing its results would lose the run; the tester who reviews the
+    result fills them in (the execution view and ``PATCH`` enforce them).
+    """
+
+    fields: Mapping[str, CustomField]
+    users: Users | None
+    defaults: str  # the JSON of an item that gives no values: every default, or "{}"
+
+    def encoded(self, given: Mapping[str, Any] | None) -> str:
+        if not given:
+            return self.defaults
+        merged = merge_case_fields(self.fields, {}, given, creating=True, users=self.users, entity="result",
+                                   enforce_required=False)
+        return encode(merged)
+
+    def merged(self, current: Mapping[str, Any], given: Mapping[str, Any] | None, *, require: bool) -> dict[str, Any]:
+        """A result's values after a save by hand: ``given`` applied to ``current``; with ``require``
+        (the save records an outcome, or gives values) every active required field needs a value."""
+        return merge_case_fields(self.fields, current, given if given is not None or not require else {},
+                                 creating=False, users=self.users, entity="result", enforce_required=require)
+
+
+NO_RESULT_FIELDS = ResultFieldRules({}, None, EMPTY)
+
+
+async def result_rules(db: Database, tenant_id: str, project_id: str,
+                       given: Iterable[Mapping[str, Any] | None]) -> ResultFieldRules:
+    """The rules of a batch: one query for the project's result fields, one more for the tenant's users
+    only when a `user` field exists and some item gives a value (``given``: each item's values)."""
+    fields = await fields_of(db, tenant_id, project_id, "result")
+    if not fields:
+        return NO_RESULT_FIELDS
+    users = None
+    if any(field.type == "user" for field in fields.values()) and any(needs_users(values) for values in given):
+        users = await tenant_users(db, tenant_id)
+    defaults = {field.key: field.default for field in fields.values()
+                if not field.retired and field.default is not None}
+    return ResultFieldRules(fields, users, encode(defaults) if defaults else EMPTY)
+
+
+def decode_values(text: str | None) -> dict[str, Any]:
+    """A result's stored values (JSON text) as a dict; the empty object costs no decode."""
+    if not text or text == EMPTY:
+        return {}
+    values: dict[str, Any] = _values.decode(text)
+    return values
 
 
 # --------------------------------------------------------------------------------------------- CSV cells

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from tms.http.fields import Label, RequestBody
-from tms.runs.results.models import Result, Text, Url
+from tms.runs.results.models import FieldValues, Result, Text, Url
 from tms.runs.statuses import ResultStatus
 
 # An index is checked against the case's checklist (its size computed, never expanded); this bound only
@@ -37,6 +37,9 @@ class ResultPatch(RequestBody):
     step_results: Annotated[list[StepResult], msgspec.Meta(max_length=STEP_RESULTS_MAX)] | UnsetType | None = UNSET
     # not in the contract's list: the execution view's timer (an addition, as the contract allows)
     duration_ms: Annotated[int, msgspec.Meta(ge=0, le=2147483647)] | UnsetType | None = UNSET
+    # values of the project's result fields: the keys given replace theirs (null or "" removes one); a
+    # save that gives them, or sets a status other than UNKNOWN, needs every required result field
+    custom_fields: FieldValues | UnsetType | None = UNSET
 
 
 class ResultEnvelope(msgspec.Struct):

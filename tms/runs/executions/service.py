@@ -19,6 +19,7 @@ from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
+from tms.library.fields import service as field_service
 from tms.library.gherkin.service import count_steps
 from tms.library.shared_steps import service as shared_steps
 from tms.notifications.inbox import service as inbox
@@ -130,6 +131,11 @@ async def update_result(
     project_id = "" if run is None else run["project_id"]
     matcher = await writes.matcher_ahead(db, tenant_id, project_id, [(before["error_message"], before["error_stack"])]
                                          if failing else [])
+    given = None if body.custom_fields is msgspec.UNSET else body.custom_fields or {}
+    # required result fields: when the save gives values or records an outcome (a status but UNKNOWN)
+    require = given is not None or body.status not in (msgspec.UNSET, "UNKNOWN")
+    rules = (await field_service.result_rules(db, tenant_id, project_id, [given])
+             if project_id and (given is not None or require) else field_service.NO_RESULT_FIELDS)
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
@@ -153,6 +159,11 @@ async def update_result(
                 encoded = None
             if encoded != row["step_results"]:
                 changes["step_results"] = encoded
+        if given is not None or require:
+            values = rules.merged(field_service.decode_values(row["custom_fields"]), given, require=require)
+            encoded_values = field_service.encode(values)
+            if encoded_values != (row["custom_fields"] or "{}"):
+                changes["custom_fields"] = encoded_values
         overwritten = (loaded_updated_at is not None and row["updated_at"] != loaded_updated_at)
         if not changes:
             attachments = await attachments_by_result(db, tenant_id, [result_id])
@@ -165,6 +176,9 @@ async def update_result(
         if new_status is not None and new_status != "UNKNOWN":
             changes["executed_at"] = now
         diff = {field: [row[field], value] for field, value in changes.items() if field in _FIELDS}
+        if "custom_fields" in changes:
+            diff["custom_fields"] = [field_service.decode_values(row["custom_fields"]),
+                                     field_service.decode_values(changes["custom_fields"])]
         if "step_results" in changes:
             diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
         await writes.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,

@@ -9,7 +9,8 @@ from tms.db import Database, Row, Transaction
 _LINKED = (
     "id, run_id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, "
     "duration_ms, framework, error_message, error_stack, executed_at, created_at, updated_at, assignee_id, "
-    "step_results, updated_by, case_version, fingerprint, source"
+    "step_results, updated_by, case_version, fingerprint, source, custom_fields, location_file AS file, "
+    "location_line AS line"
 )
 _UNLINKED = _LINKED.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code").replace(
     "assignee_id, step_results, updated_by, case_version",

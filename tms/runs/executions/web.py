@@ -25,6 +25,8 @@ from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, r
 from tms.integrations import service as integration_service
 from tms.library.cases import store as case_store
 from tms.library.comments.web import thread_context
+from tms.library.fields import service as field_service
+from tms.library.fields.models import CustomField
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
 from tms.runs.executions import durations
@@ -51,6 +53,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
         raise not_found("test case result")
     run = await run_store.get_run(db, tenant, row["run_id"])
     case = await case_store.get_case(db, tenant, row["test_case_id"])
+    fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
     position, total = await execution_store.neighbours(db, tenant, row["run_id"], result_id)
     members = await team.list_users(db, tenant)
@@ -63,15 +66,21 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
             "position": position, "run_total": total,
             "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
             "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
-            "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES,
+            "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES, "result_fields": fields,
+            "custom_fields": [f for f in fields.values() if not f.retired],
             "can_write": user_of(request).has_role("tester"),
             # "Create issue" for a failed or blocked result, when a tracker can take it (issue 27)
             "can_file_issue": user_of(request).has_role("tester")
             and await integration_service.can_create_issues(db, tenant)}
 
 
-def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    return {"status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
+def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]],
+                   fields: dict[str, CustomField]) -> dict[str, Any]:
+    values = field_service.decode_values(row["custom_fields"])
+    if not values:  # a result nobody filled in yet offers the fields' defaults
+        values = {f.key: f.default for f in fields.values() if not f.retired and f.default is not None}
+    return {**field_service.form_values(fields, values),
+            "status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
             "bug_ticket_url": row["bug_ticket_url"] or "", "duration": durations.words(row["duration_ms"] or 0),
             "assignee_id": row["assignee_id"] or "", "loaded_updated_at": row["updated_at"],
             "steps": {i: s["status"] for i, s in steps.items()},
@@ -90,7 +99,7 @@ async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1,
                        comments_offset: int = 0) -> Template:
     context = await _context(request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
-                  form=_form_from_row(context["result"], context["steps"]), **context,
+                  form=_form_from_row(context["result"], context["steps"], context["result_fields"]), **context,
                   **await thread_context(request, "result", context["result"]["id"], comments_offset))
 
 
@@ -157,7 +166,7 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
     if not linked:
         raise not_found("test case result")
     case = await case_store.get_case(db, tenant, row["test_case_id"])
-    single, _ = await form_of(request)
+    single, multi = await form_of(request)
     # the form holds one page of the checklist: its size is counted (off the event loop when long,
     # never expanded), and the stored marks of the other pages are kept
     total = await count_steps(await executions.checklist_text(db, tenant, case))
@@ -166,6 +175,14 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
     kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]
     # the full page context is read only when the form comes back with errors: a save stays cheap
     form, patch, errors = _read_form(single, first, last, kept)
+    # the result fields: every active one is in the form, so a save gives them all (required ones checked)
+    run = await run_store.get_run(db, tenant, row["run_id"])
+    fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
+    values, field_errors = field_service.values_from_form(fields, single, multi)
+    errors.update(field_errors)
+    patch["custom_fields"] = values
+    form.update({name: value for name, value in single.items() if name.startswith("cf.")})  # kept as typed
+    form.update(field_service.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)}))
     if not errors:
         try:
             body = msgspec.convert(patch, ResultPatch)

@@ -17,6 +17,7 @@ from tms.db import Database
 from tms.errors import Conflict, InvalidInput
 from tms.failures.known_issues.service import Matcher
 from tms.ids import new_id, now_iso
+from tms.library.fields.service import ResultFieldRules
 from tms.runs import writes
 from tms.runs.ingest import idempotency as idempotency_store
 from tms.runs.ingest import shards
@@ -65,10 +66,10 @@ def _refuse_if_nothing_stored(batch: Batch) -> None:
 
 
 def _prepare_new(tenant_id: str, run: RunRef, now: str, default_framework: str | None,
-                 items: list[ResultIn | None], cases: CaseMaps, item_errors: dict[int, str], matcher: Matcher
-                 ) -> tuple[Batch, Settled]:
+                 items: list[ResultIn | None], cases: CaseMaps, item_errors: dict[int, str], matcher: Matcher,
+                 rules: ResultFieldRules) -> tuple[Batch, Settled]:
     """A new run holds nothing yet: its rows and what they do to it, all before the transaction."""
-    batch = writes.prepare(tenant_id, run, now, default_framework, items, cases, item_errors, matcher)
+    batch = writes.prepare(tenant_id, run, now, default_framework, items, cases, item_errors, matcher, rules=rules)
     return batch, writes.settle(batch, run, {})
 
 
@@ -111,7 +112,8 @@ async def ingest(
     run = RunRef(new_id(), (body.run_name or "").strip() or now, body.project_id, body.environment)
     build = (tenant_id, run, now, body.framework, items)
     matcher = await writes.matcher_ahead(db, tenant_id, run.project_id, writes.texts_to_match(items))
-    batch, settled = await off_loop(len(raw), _prepare_new, *build, cases, item_errors, matcher)
+    rules = await writes.fields_ahead(db, tenant_id, run.project_id, items)
+    batch, settled = await off_loop(len(raw), _prepare_new, *build, cases, item_errors, matcher, rules)
     _refuse_if_nothing_stored(batch)
 
     async with db.transaction() as tx:
@@ -125,7 +127,7 @@ async def ingest(
         if versions is None:
             # a case was deleted since the lookup: look again and rebuild, under the write lock (rare)
             batch, settled = await off_loop(len(raw), _prepare_new, *build, await resolve_cases(tx, tenant_id, items),
-                                            item_errors, matcher)
+                                            item_errors, matcher, rules)
             _refuse_if_nothing_stored(batch)
             versions = await case_versions(tx, tenant_id, batch.case_ids()) or {}
         status_code, answer_body = _answer(run.id, batch, settled)

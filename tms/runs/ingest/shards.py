@@ -81,8 +81,9 @@ async def ingest_into_run(
     run = RunRef.of(await shard_run(db, tenant_id, body))  # fail fast; re-checked under the lock
     now = now_iso()
     matcher = await writes.matcher_ahead(db, tenant_id, run.project_id, writes.texts_to_match(items))
+    rules = await writes.fields_ahead(db, tenant_id, run.project_id, items)
     build = (tenant_id, run, now, body.framework, items)
-    batch = writes.prepare(*build, await resolve_cases(db, tenant_id, items), item_errors, matcher)
+    batch = writes.prepare(*build, await resolve_cases(db, tenant_id, items), item_errors, matcher, rules=rules)
     _refuse_if_nothing_stored(batch)
     async with db.transaction() as tx:
         if key:
@@ -92,7 +93,8 @@ async def ingest_into_run(
         run = RunRef.of(await shard_run(tx, tenant_id, body))
         if not await cases_still_exist(tx, tenant_id, batch.case_ids()):
             # a case was deleted since the lookup: look again, under the write lock (rare)
-            batch = writes.prepare(*build, await resolve_cases(tx, tenant_id, items), item_errors, matcher)
+            batch = writes.prepare(*build, await resolve_cases(tx, tenant_id, items), item_errors, matcher,
+                                   rules=rules)
             _refuse_if_nothing_stored(batch)
         settled = writes.settle(batch, run, await writes.stored_state(tx, run.id, batch))
         await writes.store_batch(tx, db, tenant_id, run, batch, settled, now, audit_action="run.ingested",

@@ -20,6 +20,12 @@ Short = Annotated[str, msgspec.Meta(max_length=500)]
 Url = Annotated[str, msgspec.Meta(max_length=2_000)]
 # stored in a SQLite INTEGER (64-bit signed); a larger number was a 500 at the insert
 Millis = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+# the source location of a test (issue 24): a path as the report wrote it, and a 1-based line
+SourceFile = Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+SourceLine = Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]
+# a result's values of its project's result fields (tms.library.fields checks each value); at most
+# as many keys as a project may define fields
+FieldValues = Annotated[dict[str, Any], msgspec.Meta(max_length=200)]
 
 
 class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -40,6 +46,12 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     # statuses of earlier attempts of the same test in this run, oldest first (the reporter's retries):
     # a PASSED result with a FAILED or BROKEN attempt passed only on retry, evidence of a flaky test
     attempts: Annotated[list[ResultStatus], msgspec.Meta(max_length=50)] | None = None
+    # values of the project's result fields (custom fields of entity "result"), checked per item: a
+    # wrong one rejects this item only, naming custom_fields.<key>
+    custom_fields: FieldValues | None = None
+    # where the test is defined, when the report says so (JUnit file/line attributes, CTRF, Playwright, ...)
+    file: SourceFile | None = None
+    line: SourceLine | None = None
 
     @property
     def passed_on_retry(self) -> int:
@@ -106,6 +118,10 @@ class Result(msgspec.Struct):
     # who last set the outcome (issue 24): "manual" through the execution view or PATCH /results/{id},
     # "automated" through ingest, shards or POST /runs/{id}/results
     source: ResultSource = "automated"
+    # values of the project's result fields ({} when none), and where the test is defined (issue 24)
+    custom_fields: dict[str, Any] = {}
+    file: str | None = None
+    line: int | None = None
 
 
 class ResultList(msgspec.Struct):

@@ -162,16 +162,17 @@ def link(item: ResultIn, by_code: dict[str, Row], by_id: dict[str, Row]) -> Row 
 # keyword calls with 17 arguments cost ~2 µs a row more, 0.2 s on a 100k-result ingest.
 def linked_row(
     result_id: str, tenant_id: str, run_id: str, case: Row, title: str | None, item: ResultIn,
-    framework: str | None, now: str, stamp: Stamp = (None, None, None),
+    framework: str | None, now: str, stamp: Stamp = (None, None, None), fields: str = "{}",
 ) -> LinkedRow:
     """``stamp`` is (fingerprint, bug_ticket_key, bug_ticket_url) from tms.failures.service.Stamper: the
-    bug of a matching known issue when the item names none."""
+    bug of a matching known issue when the item names none. ``fields``: the result fields' values as
+    stored (JSON, checked by ``tms.library.fields.service.ResultFieldRules``)."""
     fingerprint, bug_key, bug_url = stamp
     return LinkedRow(
         result_id, tenant_id, run_id, case["id"], case["code"], title, item.status, item.comment,
         bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
         item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
-        item.passed_on_retry, "automated",
+        item.passed_on_retry, "automated", fields, item.file, item.line,
     )
 
 
@@ -183,19 +184,20 @@ def placeholder_row(result_id: str, tenant_id: str, run_id: str, case: Row, now:
         duration_ms=None, framework=None, error_message=None, error_stack=None, executed_at=None,
         created_at=now, updated_at=now, fingerprint=None, passed_on_retry=0,
         source="manual",  # a case waiting for a tester
+        custom_fields="{}", location_file=None, location_line=None,
     )
 
 
 def unlinked_row(
     result_id: str, tenant_id: str, project_id: str, run_id: str, item: ResultIn, framework: str | None, now: str,
-    stamp: Stamp = (None, None, None),
+    stamp: Stamp = (None, None, None), fields: str = "{}",
 ) -> UnlinkedRow:
     fingerprint, bug_key, bug_url = stamp
     return UnlinkedRow(
         result_id, tenant_id, project_id, run_id, item.title, item.status, item.comment,
         bug_key or item.bug_ticket_key, bug_url or item.bug_ticket_url, item.duration_ms, framework,
         item.error_message, item.error_stack, executed_at_text(item.executed_at), now, now, fingerprint,
-        item.passed_on_retry, "automated",
+        item.passed_on_retry, "automated", fields, item.file, item.line,
     )
 
 

@@ -18,6 +18,7 @@ from tms.errors import InvalidInput, NotFound
 from tms.http.paging import page_window
 from tms.ids import now_iso
 from tms.library.cases.models import Pagination
+from tms.library.fields import service as field_service
 from tms.runs import store as run_store
 from tms.runs import writes
 from tms.runs.results import store as result_store
@@ -49,8 +50,10 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
         raise InvalidInput("results must hold at least one result", field="results")
     now = now_iso()
     matcher = await writes.matcher_ahead(db, tenant_id, run.project_id, writes.texts_to_match(items))
+    rules = await writes.fields_ahead(db, tenant_id, run.project_id, items)
     build = (tenant_id, run, now, None, items)
-    batch = writes.prepare(*build, await resolve_cases(db, tenant_id, items), item_errors, matcher, linked_only=True)
+    batch = writes.prepare(*build, await resolve_cases(db, tenant_id, items), item_errors, matcher, linked_only=True,
+                           rules=rules)
     if not batch.stored:
         return bulk_answer(0, batch.errors)
     async with db.transaction() as tx:
@@ -58,7 +61,7 @@ async def post_results(db: Database, tenant_id: str, run_id: str, raw: bytes | b
         if not await cases_still_exist(tx, tenant_id, batch.case_ids()):
             # a case was deleted since the lookup: look again, under the write lock
             batch = writes.prepare(*build, await resolve_cases(tx, tenant_id, items), item_errors, matcher,
-                                   linked_only=True)
+                                   linked_only=True, rules=rules)
             if not batch.stored:
                 return bulk_answer(0, batch.errors)
         settled = writes.settle(batch, run, await writes.stored_state(tx, run.id, batch))
@@ -115,7 +118,9 @@ async def list_results(
 
 
 def result_from_row(row: Row, attachments: list[dict[str, Any]]) -> Result:
-    """The API shape; step_results is passed through as the stored JSON text (never re-encoded)."""
+    """The API shape; step_results is passed through as the stored JSON text (never re-encoded), and
+    custom_fields decoded only when the result holds any."""
     steps = row.pop("step_results", None)
-    return Result(**row, attachments=attachments,
+    values = field_service.decode_values(row.pop("custom_fields", None))
+    return Result(**row, attachments=attachments, custom_fields=values,
                   step_results=None if steps is None else msgspec.Raw(steps.encode()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -52,6 +53,9 @@ class LinkedRow(msgspec.Struct, gc=False):
     fingerprint: str | None  # FAILED/BROKEN only: tms.failures.fingerprints
     passed_on_retry: int     # 1: an earlier attempt failed, the last passed (flaky evidence)
     source: str              # "automated" | "manual" (migration 0027): who last set the outcome
+    custom_fields: str       # JSON {key: value} of the project's result fields (migration 0039)
+    location_file: str | None  # the test's source location, when the report gave it (issue 24)
+    location_line: int | None
 
 
 class UnlinkedRow(msgspec.Struct, gc=False):
@@ -79,6 +83,9 @@ class UnlinkedRow(msgspec.Struct, gc=False):
     fingerprint: str | None
     passed_on_retry: int
     source: str
+    custom_fields: str
+    location_file: str | None
+    location_line: int | None
 
 
 LINKED_COLUMNS: tuple[str, ...] = LinkedRow.__struct_fields__
@@ -106,7 +113,8 @@ _UPSERT = (
 )
 _LIST_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
-    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint, source"
+    "framework, error_message, error_stack, executed_at, created_at, updated_at, case_version, fingerprint, source, "
+    "custom_fields, location_file AS file, location_line AS line"
 )
 _UNLINKED_LIST_COLUMNS = (
     _LIST_COLUMNS.replace("test_case_id, test_case_code", "NULL AS test_case_id, NULL AS test_case_code")
@@ -129,14 +137,23 @@ _UPSERT_ARRAYS = (
 )
 
 
-async def upsert_linked(tx: Transaction, rows: Iterable[LinkedRow]) -> None:
+async def upsert_linked(tx: Transaction, rows: list[LinkedRow]) -> None:
     """The whole batch in one statement (one executemany on SQLite)."""
     if tx.dialect == "sqlite":
         await tx.executemany(_UPSERT, _parameters(rows))
-        return
-    batch = _one_per_case(rows)
-    if batch:
-        await tx.execute(_UPSERT_ARRAYS, [list(column) for column in zip(*_parameters(batch), strict=True)])
+    else:
+        batch = _one_per_case(rows)
+        if batch:
+            await tx.execute(_UPSERT_ARRAYS, [list(column) for column in zip(*_parameters(batch), strict=True)])
+    # a replaced result's old values went with the UPDATE trigger; the stored rows holding values now
+    # (their ids are the stored ones, not the rows') get theirs
+    valued = [row.test_case_id for row in rows if row.custom_fields != NO_VALUES]
+    if valued:
+        stored = await tx.fetch_all(
+            "SELECT id, tenant_id, custom_fields FROM test_results WHERE run_id = ? "
+            "AND test_case_id IN (SELECT value FROM json_each(?)) AND custom_fields <> '{}'",
+            (rows[0].run_id, json.dumps(list(dict.fromkeys(valued)))))
+        await _replace_values(tx, [(row["id"], row["tenant_id"], row["custom_fields"]) for row in stored])
 
 
 async def insert_linked(tx: Transaction, rows: Iterable[LinkedRow], versions: Mapping[str, int]) -> None:
@@ -144,8 +161,56 @@ async def insert_linked(tx: Transaction, rows: Iterable[LinkedRow], versions: Ma
     path (COPY on PostgreSQL, where the upsert cost twice as much per row) with each case's version
     as read under the write lock (``versions``: case id -> version). A case reported twice keeps what
     upserting would have left."""
+    kept = _one_per_case(rows)
     await tx.insert_rows("test_results", (*LINKED_COLUMNS, "case_version"),
-                         ((*astuple(row), versions[row.test_case_id]) for row in _one_per_case(rows)))
+                         ((*astuple(row), versions[row.test_case_id]) for row in kept))
+    await _add_values(tx, [(row.id, row.tenant_id, row.custom_fields) for row in kept
+                           if row.custom_fields != NO_VALUES])
+
+
+# ---- result_field_values (migration 0039): one row per value of a result's custom fields --------------
+
+NO_VALUES = "{}"
+VALUES_IN_THREAD = 500  # results holding values from which their rows are made in a worker thread
+_VALUE_COLUMNS = ("tenant_id", "field_key", "value_text", "value_number", "result_id")
+_values_of = msgspec.json.Decoder(dict[str, Any])
+
+
+def _value_rows(results: Iterable[tuple[str, str, str]]) -> Iterator[tuple[Any, ...]]:
+    """(tenant_id, field_key, value_text, value_number, result_id) of every value of the results given
+    as (id, tenant_id, custom_fields JSON), as the UPDATE trigger makes them: texts, dates, options and
+    checkboxes ('true'/'false') as text, numbers as numbers, a multiselect one row per option."""
+    for result_id, tenant_id, encoded in results:
+        for key, value in _values_of.decode(encoded).items():
+            if isinstance(value, bool):
+                yield tenant_id, key, "true" if value else "false", None, result_id
+            elif isinstance(value, int | float):
+                yield tenant_id, key, None, float(value), result_id
+            elif isinstance(value, str):
+                yield tenant_id, key, value, None, result_id
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, str):
+                        yield tenant_id, key, item, None, result_id
+
+
+async def _add_values(tx: Transaction, results: list[tuple[str, str, str]]) -> None:
+    """Value rows of new results holding values (no trigger on INSERT: an ingest's rows without values
+    cost nothing). One bulk statement; nothing at all when no result holds a value."""
+    if not results:
+        return
+    # decoding thousands of results' values is CPU work: a worker thread, so the event loop serves others
+    rows = (list(_value_rows(results)) if len(results) < VALUES_IN_THREAD
+            else await asyncio.to_thread(lambda: list(_value_rows(results))))
+    if rows:
+        await tx.insert_rows("result_field_values", _VALUE_COLUMNS, rows)
+
+
+async def _replace_values(tx: Transaction, results: list[tuple[str, str, str]]) -> None:
+    if results:
+        await tx.execute("DELETE FROM result_field_values WHERE result_id IN (SELECT value FROM json_each(?))",
+                         (json.dumps([result_id for result_id, _, _ in results]),))
+        await _add_values(tx, results)
 
 
 def _one_per_case(rows: Iterable[LinkedRow]) -> list[LinkedRow]:
@@ -161,6 +226,8 @@ def _one_per_case(rows: Iterable[LinkedRow]) -> list[LinkedRow]:
 
 async def insert_unlinked(tx: Transaction, rows: list[UnlinkedRow]) -> None:
     await tx.insert_rows("unlinked_test_results", UNLINKED_COLUMNS, _parameters(rows))
+    await _add_values(tx, [(row.id, row.tenant_id, row.custom_fields) for row in rows
+                           if row.custom_fields != NO_VALUES])
     await shift_unlinked_counts(tx, Counter((row.tenant_id, row.project_id) for row in rows))
 
 
@@ -418,7 +485,8 @@ async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_id
 
 # One result changed by hand (tms.runs.writes.save_one): the columns a manual save may set
 UPDATABLE = frozenset({"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
-                       "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source"})
+                       "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source",
+                       "custom_fields"})
 UNLINKED_UPDATABLE = UPDATABLE - {"assignee_id", "step_results", "updated_by"}
 
 
