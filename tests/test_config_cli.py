@@ -243,3 +243,19 @@ def test_links_for_teammates_name_a_reachable_host(tmp_path: Path, env: dict[str
     path.write_text("")
     config = load_config(path, env).with_derived_base_url()
     assert config.base_url == expected
+
+
+def test_every_setting_is_typed_by_its_default() -> None:
+    """Config.get's overloads give each setting the type of its default: every setting in exactly one
+    group (a new setting left out of the groups, or put in the wrong one, fails here)."""
+    from typing import get_args
+
+    from tms import config as settings
+
+    groups = {str: settings.TextSetting, int: settings.NumberSetting, float: settings.DecimalSetting,
+              bool: settings.FlagSetting}
+    typed = {name: kind for kind, group in groups.items() for name in get_args(group)}
+    assert sum(len(get_args(group)) for group in groups.values()) == len(typed), "a setting is in two groups"
+    assert typed == {s.name: type(s.default) for s in settings.SETTINGS}
+    loaded = settings.load_config(None, environ={})
+    assert all(isinstance(loaded.get(name), kind) for name, kind in typed.items())  # type: ignore[call-overload]

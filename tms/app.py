@@ -328,7 +328,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         await login_throttle.forget_stale()
 
     session_store = SQLiteSessionStore(db)
-    login_throttle = LoginThrottle(db, per_address=int(config.get("auth.login_failures_per_client")))
+    login_throttle = LoginThrottle(db, per_address=config.get("auth.login_failures_per_client"))
 
     csrf_config = CSRFConfig(
         secret=secrets.token_urlsafe(32),
@@ -340,7 +340,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     )
     session_config = RotatingSessionConfig(
         key="tms_session",
-        max_age=int(config.get("auth.session_days")) * 24 * 3600,
+        max_age=config.get("auth.session_days") * 24 * 3600,
         httponly=True,
         samesite="lax",
         secure=config.production,

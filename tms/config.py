@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 
 class ConfigError(Exception):
@@ -164,6 +164,62 @@ EXTRA_ENV = {"ATTACHMENT_MAX_BYTES": "attachments.max_bytes"}
 OTHER_ENV = frozenset({"TMS_CONFIG", "TMS_URL", "TMS_TOKEN", "TMS_PROJECT", "TMS_SCREENSHOTS"})
 
 
+
+# The settings by the type of their value, so that ``Config.get`` returns that type to the type checker
+# (a new setting is added to its group; tests/test_config_cli.py checks the groups match SETTINGS).
+TextSetting = Literal[
+    "server.host",
+    "server.base_url",
+    "server.metrics_token",
+    "storage.data_dir",
+    "storage.database_url",
+    "attachments.store",
+    "attachments.s3_endpoint",
+    "attachments.s3_bucket",
+    "attachments.s3_prefix",
+    "attachments.s3_region",
+    "attachments.s3_access_key_id",
+    "attachments.s3_secret_access_key",
+    "ai.provider",
+    "ai.model",
+    "ai.base_url",
+    "ai.api_key",
+    "smtp.host",
+    "smtp.username",
+    "smtp.password",
+    "smtp.from",
+    "auth.secret_key",
+]
+
+NumberSetting = Literal[
+    "server.port",
+    "attachments.max_bytes",
+    "attachments.s3_presigned_seconds",
+    "retention.unlinked_days",
+    "retention.runs_days",
+    "webhooks.max_retries",
+    "ai.monthly_quota",
+    "flaky.runs",
+    "smtp.port",
+    "auth.session_days",
+    "auth.session_idle_minutes",
+    "auth.login_failures_per_client",
+]
+
+DecimalSetting = Literal[
+    "webhooks.timeout_seconds",
+    "webhooks.backoff_seconds",
+    "webhooks.backoff_factor",
+    "ai.timeout_seconds",
+    "flaky.threshold",
+]
+
+FlagSetting = Literal[
+    "webhooks.allow_private_targets",
+    "smtp.starttls",
+    "auth.password_login",
+]
+
 @dataclass(frozen=True)
 class Config:
     values: dict[str, Any] = field(default_factory=dict)
@@ -173,7 +229,17 @@ class Config:
     # one line each, shown at start: unknown TMS_* variables, with the nearest known name
     warnings: tuple[str, ...] = ()
 
+    @overload
+    def get(self, name: TextSetting) -> str: ...
+    @overload
+    def get(self, name: NumberSetting) -> int: ...
+    @overload
+    def get(self, name: DecimalSetting) -> float: ...
+    @overload
+    def get(self, name: FlagSetting) -> bool: ...
+
     def get(self, name: str) -> Any:
+        """The setting's value, of its declared type (coerced when the configuration was loaded)."""
         return self.values[name]
 
     # Typed shortcuts for the keys the code reads most.

@@ -167,10 +167,10 @@ def provider_from_config(config: Config) -> Provider:
     if config.get("ai.provider") != "openai":
         return NoProvider()
     return OpenAICompatible(
-        base_url=str(config.get("ai.base_url")),
-        model=str(config.get("ai.model")),
-        api_key=str(config.get("ai.api_key")),
-        timeout=float(config.get("ai.timeout_seconds")),
+        base_url=config.get("ai.base_url"),
+        model=config.get("ai.model"),
+        api_key=config.get("ai.api_key"),
+        timeout=config.get("ai.timeout_seconds"),
     )
 
 

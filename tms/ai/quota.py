@@ -73,7 +73,7 @@ def forget_counts(tenant_id: str) -> None:
 
 async def quota_exhausted(db: Database, config: Config, tenant_id: str, *, now: datetime | None = None) -> bool:
     """True when the tenant has used its monthly quota (a quota of 0 is always exhausted)."""
-    quota = int(config.get("ai.monthly_quota"))
+    quota = config.get("ai.monthly_quota")
     if now is not None:
         return await generations_this_month(db, tenant_id, now=now) >= quota
     return await month_counts.get(db, tenant_id, current_month()) >= quota
@@ -99,5 +99,5 @@ async def quota_status(db: Database, config: Config, tenant_id: str, *, now: dat
     moment = now or datetime.now(UTC)
     month = current_month(moment)
     used = await generations_this_month(db, tenant_id, month)
-    return QuotaStatus(used=used, quota=int(config.get("ai.monthly_quota")), month=month,
+    return QuotaStatus(used=used, quota=config.get("ai.monthly_quota"), month=month,
                        resets_at=next_month_start(moment))

@@ -164,7 +164,7 @@ async def generate(
 
     moment = now or datetime.now(UTC)
     generation_id = new_id()
-    quota = int(config.get("ai.monthly_quota"))
+    quota = config.get("ai.monthly_quota")
     async with db.transaction() as tx:
         tx.after_commit(lambda: ai_quota.forget_counts(tenant_id))
         await tx.signal(AI_QUOTA_SIGNAL)

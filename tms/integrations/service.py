@@ -432,11 +432,11 @@ def _target(config: Config, row: Mapping[str, Any]) -> Target:
 
 
 def _allow_private(config: Config) -> bool:
-    return bool(config.get("webhooks.allow_private_targets"))
+    return config.get("webhooks.allow_private_targets")
 
 
 def _timeout(config: Config) -> float:
-    return float(config.get("webhooks.timeout_seconds"))
+    return config.get("webhooks.timeout_seconds")
 
 
 # --- create a defect from a failed result ---------------------------------------------------------

@@ -99,12 +99,12 @@ class Dispatcher:
     ) -> None:
         self._db = db
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._timeout = float(config.get("webhooks.timeout_seconds"))
+        self._timeout = config.get("webhooks.timeout_seconds")
         self._lease_seconds = max(LEASE_MIN_SECONDS, 3 * self._timeout + IDLE_RESCAN_SECONDS)
-        self._backoff_seconds = float(config.get("webhooks.backoff_seconds"))
-        self._backoff_factor = float(config.get("webhooks.backoff_factor"))
-        self._max_retries = int(config.get("webhooks.max_retries"))
-        self._allow_private = bool(config.get("webhooks.allow_private_targets"))
+        self._backoff_seconds = config.get("webhooks.backoff_seconds")
+        self._backoff_factor = config.get("webhooks.backoff_factor")
+        self._max_retries = config.get("webhooks.max_retries")
+        self._allow_private = config.get("webhooks.allow_private_targets")
         self._https_only = config.production
         self._base_url = config.base_url  # links in chat messages point into the web UI
         self._max_in_flight = max_in_flight

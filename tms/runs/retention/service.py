@@ -51,14 +51,14 @@ async def sweep_tenant(db: Database, tenant_id: str, days: int) -> int:
 
 async def sweep_all(db: Database, config: Config) -> int:
     """The daily job: every tenant's unlinked results, plus expired Idempotency-Keys."""
-    days = int(config.get("retention.unlinked_days"))
+    days = config.get("retention.unlinked_days")
     total = 0
     for tenant_id in await result_store.tenants_with_unlinked_results(db):
         total += await sweep_tenant(db, tenant_id, days)
     async with db.transaction() as tx:
         await idempotency_store.delete_before(tx, iso_days_ago(IDEMPOTENCY_DAYS))
     log.info("retention sweep removed %d unlinked results", total)
-    runs_days = int(config.get("retention.runs_days"))
+    runs_days = config.get("retention.runs_days")
     if runs_days > 0:
         removed = await sweep_old_runs(db, config, runs_days)
         log.info("retention sweep removed %d runs older than %d days", removed, runs_days)

@@ -34,7 +34,7 @@ def _client_address(request: Request[Any, Any, Any]) -> str:
 
 def _login_page(request: Request[Any, Any, Any], *, status_code: int = 200, headers: dict[str, str] | None = None,
                 **context: Any) -> Template:
-    context.setdefault("password_login", bool(config_of(request).get("auth.password_login")))
+    context.setdefault("password_login", config_of(request).get("auth.password_login"))
     return Template("login.html", context=context, status_code=status_code, headers=headers)
 
 
