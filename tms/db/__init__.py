@@ -86,6 +86,9 @@ class Database(Protocol):
     data_dir: Path
     # set when events were written (here or, on PostgreSQL, by another replica); the dispatcher waits on it
     outbox_wakeup: asyncio.Event
+    # told (tenant_id, project_id) after each commit that wrote results in this process: what
+    # create_app registers (the flaky re-check); a process without an app (`tms admin`) has none
+    results_written: list[Callable[[str, str], None]]
 
     async def open(self) -> None: ...
 

@@ -16,6 +16,8 @@ class Epochs:
         self._bumpers: dict[str, Callable[[], None]] = {}
         # set when events were written (here or by another replica); the webhook dispatcher waits on it
         self.outbox_wakeup = asyncio.Event()
+        # told (tenant_id, project_id) after each commit that wrote results in this process
+        self.results_written: list[Callable[[str, str], None]] = []
 
     def epoch(self, name: str) -> int:
         return self._epochs.get(name, 0)

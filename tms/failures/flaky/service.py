@@ -17,9 +17,9 @@ the case (by the system actor) and fires the outbox event ``test_case.flaky_chan
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-import weakref
 from typing import Any
 
 from tms.db import Database, Row, Transaction
@@ -307,17 +307,14 @@ class FlakyWatcher:
             await asyncio.gather(*self._running.values(), return_exceptions=True)
 
 
-# the watcher of each open Database (set by the app at start; the admin CLI has none)
-_WATCHERS: weakref.WeakKeyDictionary[Database, FlakyWatcher] = weakref.WeakKeyDictionary()
-
-
 def watch(db: Database, threshold: float, runs: int) -> FlakyWatcher:
-    watcher = _WATCHERS[db] = FlakyWatcher(db, threshold, runs)
+    """A watcher told of every write of results on ``db`` (through ``db.results_written``)."""
+    watcher = FlakyWatcher(db, threshold, runs)
+    db.results_written.append(watcher.touch)
     return watcher
 
 
 def touch_after_commit(tx: Transaction, db: Database, tenant_id: str, project_id: str) -> None:
     """Asks for a re-evaluation of the project's flaky cases once the write commits (never on rollback)."""
-    watcher = _WATCHERS.get(db)
-    if watcher is not None:
-        tx.after_commit(lambda: watcher.touch(tenant_id, project_id))
+    for listener in db.results_written:
+        tx.after_commit(functools.partial(listener, tenant_id, project_id))
