@@ -38,6 +38,7 @@ SEMANTIC_REFUSALS = {
     "fingerprint": "give a fingerprint or a pattern",
     "test_case_code": "name the test by exactly one of test_case_code or title",
     "expires_at": "must be in the future",  # relative to the moment of the request
+    "cron": "is not a valid five-field cron expression",  # a grammar (cronsim's), like Gherkin's
 }
 
 

@@ -14,8 +14,11 @@ Attachment = Literal["pdf", "html"]
 # a documented cap (docs/reports.md): a schedule mails a team's list, not a mailing list
 MAX_RECIPIENTS = 50
 # five fields, minute hour day-of-month month day-of-week, in UTC; checked by cronsim in the service
-Cron = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Email = Annotated[str, msgspec.Meta(pattern=r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$", max_length=254)]
+Cron = Annotated[str, msgspec.Meta(pattern=r"^[0-9A-Za-z*,/#?\- ]+$", min_length=1, max_length=200)]
+# an address as a mail server takes it in To (no blank, separator, angle bracket or control character);
+# explicit ranges, not \s: Python's and JSON Schema's (ECMA) \s differ beyond ASCII
+_PART = r"[^@,;<>\x00-\x20\x7f-\x9f]+"
+Email = Annotated[str, msgspec.Meta(pattern=rf"^{_PART}@{_PART}\.{_PART}$", max_length=254)]
 Recipients = Annotated[list[Email], msgspec.Meta(min_length=1, max_length=MAX_RECIPIENTS)]
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
