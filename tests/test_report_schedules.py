@@ -311,7 +311,16 @@ def test_the_page_adds_keeps_bad_input_and_sends_now(team: Tenant, inbox: tuple[
     many = web.post(f"/projects/{project}/report-schedules", data={
         "_csrf_token": token, "kind": "project", "cron": "0 7 * * 1",
         "recipients": ",".join(f"u{n}@example.com" for n in range(51))})
-    assert many.status_code == 400 and field_error(many.text, "recipients")
+    assert many.status_code == 400
+    assert field_error(many.text, "recipients") == ("Give 1 to 50 e-mail addresses, each like name@example.com, "
+                                                    "separated by commas or lines.")
+    odd_cron = web.post(f"/projects/{project}/report-schedules", data={
+        "_csrf_token": token, "kind": "project", "cron": "0 7 * * 1!", "recipients": address})
+    assert odd_cron.status_code == 400 and "e.g. 0 7 * * 1" in (field_error(odd_cron.text, "cron") or "")
+    odd_address = web.post(f"/projects/{project}/report-schedules", data={
+        "_csrf_token": token, "kind": "project", "cron": "0 7 * * 1", "recipients": "bob"})
+    assert odd_address.status_code == 400
+    assert "name@example.com" in (field_error(odd_address.text, "recipients") or "")
 
     added = web.post(f"/projects/{project}/report-schedules", data={
         "_csrf_token": token, "kind": "milestone", "target_id": milestone, "cron": "0 7 * * 1",

@@ -30,6 +30,17 @@ def _addresses(text: str) -> list[str]:
     return [part.strip() for part in text.replace(";", ",").replace("\n", ",").split(",") if part.strip()]
 
 
+def _worded(errors: dict[str, str]) -> dict[str, str]:
+    """The model's refusals of a list or a pattern, said for a form (msgspec words them for API clients)."""
+    worded = dict(errors)
+    if "recipients" in worded:
+        worded["recipients"] = (f"Give 1 to {MAX_RECIPIENTS} e-mail addresses, each like name@example.com, "
+                                "separated by commas or lines.")
+    if "regex" in worded.get("cron", ""):
+        worded["cron"] = "Five fields of digits, *, ranges, steps or names, e.g. 0 7 * * 1 (UTC)."
+    return worded
+
+
 def _body(form: dict[str, str]) -> dict[str, Any]:
     kind = form.get("kind", "project")
     return {"kind": kind, "target_id": (form.get("target_id") or None) if kind == "milestone" else None,
@@ -86,6 +97,7 @@ async def create_schedule(request: AnyRequest, project_id: str) -> Template | Re
     project = await _project(request, project_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleCreate, {"project_id": project.id, **_body(form)})
+    errors = _worded(errors)
     if body is not None:
         try:
             await service.create_schedule(db_of(request), tenant_of(request), body)
@@ -101,6 +113,7 @@ async def update_schedule(request: AnyRequest, schedule_id: str) -> Template | R
     schedule = await _schedule(request, schedule_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleUpdate, _body(form))
+    errors = _worded(errors)
     if body is not None:
         try:
             await service.update_schedule(db_of(request), tenant_of(request), schedule.id, body)
