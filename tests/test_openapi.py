@@ -43,6 +43,7 @@ SEMANTIC_REFUSALS = {
     "body": "body: ",
     # a shared step's steps: step lines alone (a grammar), naming shared steps that exist, no cycle
     "steps": "",
+    "cron": "is not a valid five-field cron expression",  # a grammar (cronsim's), like Gherkin's
 }
 
 

@@ -116,10 +116,16 @@ UNSAFE_ROUTES = [
     ("POST", "/projects/{id}/shared-steps", "tester"),
     ("POST", "/shared-steps/{id}", "tester"),
     ("POST", "/shared-steps/{id}/delete", "tester"),
+    # report schedules (issue 27): admins manage them (a schedule mails results to outside addresses)
+    ("POST", "/projects/{id}/report-schedules", "admin"),
+    ("POST", "/report-schedules/{id}/edit", "admin"),
+    ("POST", "/report-schedules/{id}/delete", "admin"),
+    ("POST", "/report-schedules/{id}/send", "admin"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries",
-               "/settings/webhooks/{id}", "/settings/integrations/{id}", "/settings/ldap", "/settings/sign-in"]
+               "/settings/webhooks/{id}", "/settings/integrations/{id}", "/settings/ldap", "/settings/sign-in",
+               "/projects/{id}/report-schedules"]
 # unsafe routes outside the role model, with the reason
 NOT_ROLE_CHECKED = {
     "/login": "signing in", "/logout": "signing out", "/setup": "first run, guarded by the setup token",

@@ -46,6 +46,7 @@ class Owned:
     comment: str = ""
     notification: str = ""
     shared_step: str = ""
+    report_schedule: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -102,6 +103,9 @@ def _owned_resources(victim: Tenant) -> Owned:
         "project_id": project, "key": "secret", "name": "Secret", "type": "text"}).json()["data"]["id"]
     owned.shared_step = api.post("/api/v1/shared-steps", json={
         "project_id": project, "name": "Secret", "steps": "Given a secret\n"}).json()["data"]["id"]
+    owned.report_schedule = api.post("/api/v1/report-schedules", json={
+        "project_id": project, "kind": "project", "cron": "0 7 * * 1",
+        "recipients": ["secret@example.com"]}).json()["data"]["id"]
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
@@ -176,6 +180,10 @@ API_ROUTES = [
     ("POST", "/api/v1/results/{unlinked_result}/comments", {"body": "stolen"}),
     ("PATCH", "/api/v1/comments/{comment}", {"body": "stolen"}),
     ("DELETE", "/api/v1/comments/{comment}", None),
+    ("GET", "/api/v1/report-schedules/{report_schedule}", None),
+    ("PATCH", "/api/v1/report-schedules/{report_schedule}", {"cron": "0 8 * * *"}),
+    ("DELETE", "/api/v1/report-schedules/{report_schedule}", None),
+    ("POST", "/api/v1/report-schedules/{report_schedule}/send", None),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -244,6 +252,12 @@ WEB_ROUTES = [
     ("POST", "/projects/{project}/archive", {}),
     ("POST", "/projects/{project}/unarchive", {}),
     ("POST", "/projects/{project}/delete", {"confirm_name": "Victim project"}),
+    ("GET", "/projects/{project}/report-schedules", None),
+    ("POST", "/projects/{project}/report-schedules", {"kind": "project", "cron": "0 7 * * 1",
+                                                      "recipients": "x@example.com"}),
+    ("POST", "/report-schedules/{report_schedule}/edit", {"cron": "0 8 * * *"}),
+    ("POST", "/report-schedules/{report_schedule}/delete", {}),
+    ("POST", "/report-schedules/{report_schedule}/send", {}),
     ("GET", "/milestones/{milestone}", None),
     ("POST", "/milestones/{milestone}/edit", {"name": "stolen"}),
     ("POST", "/milestones/{milestone}/status", {"status": "COMPLETED"}),

@@ -72,6 +72,9 @@ from tms.planning.plans import api as plans_api
 from tms.planning.plans import web as web_plans
 from tms.reports import api as reports_api
 from tms.reports import web as reports_web
+from tms.reports.schedules import api as report_schedules_api
+from tms.reports.schedules import service as report_schedules
+from tms.reports.schedules import web as report_schedules_web
 from tms.runs import api as runs_api
 from tms.runs import statuses
 from tms.runs import web as web_runs
@@ -186,6 +189,7 @@ def _api_router() -> Router:
             *integrations_api.HANDLERS,
             *traceability_api.HANDLERS,
             *comments_api.HANDLERS,
+            *report_schedules_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -237,6 +241,7 @@ def _web_routers() -> list[Any]:
         web_milestones.router(),
         web_plans.router(),
         reports_web.router(),
+        report_schedules_web.router(),
         *web_ldap.sign_in_routes(),
         web_ldap.settings_router(),
     ]
@@ -306,6 +311,14 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
                     "tracker issue refresh",
                     first_delay=60,
                     db=db,
+                )
+            ),
+            # scheduled mail reports: every replica polls; a compare-and-set claim mails each occurrence once
+            asyncio.create_task(
+                run_periodically(
+                    lambda: report_schedules.run_due(db, config),
+                    float(config.get("reports.schedule_poll_seconds")),
+                    "report schedules",
                 )
             ),
         ]

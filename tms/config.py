@@ -144,6 +144,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("smtp", "password", "", "SMTP password (never shown or logged)."),
     Setting("smtp", "from", "", "Sender address of the mails, e.g. tms@example.com."),
     Setting("smtp", "starttls", True, "Upgrade the SMTP connection with STARTTLS."),
+    Setting("reports", "schedule_poll_seconds", 30, "How often each replica looks for report schedules that are "
+            "due (one replica mails each occurrence).", minimum=1, maximum=3600),
     Setting("auth", "password_login", True, "Sign-in with email and password; false leaves the other methods "
             "(single sign-on) and the owner's password, as the way back in when they fail."),
     Setting("auth", "session_days", 14, "A web session ends after this many days without use (its expiry slides "
@@ -204,6 +206,7 @@ NumberSetting = Literal[
     "auth.session_days",
     "auth.session_idle_minutes",
     "auth.login_failures_per_client",
+    "reports.schedule_poll_seconds",
 ]
 
 DecimalSetting = Literal[

@@ -64,6 +64,12 @@ def _numeric(text: str) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
+# Per connection. JIT off: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost, and
+# TMS's statements are short ones whose estimates overshoot (json_array_elements counts 100 rows a case):
+# the traceability page spent ~245 ms of ~500 compiling 123 functions it then ran once (bench/README.md).
+SERVER_SETTINGS = {"jit": "off"}
+
+
 async def _prepare_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("numeric", encoder=str, decoder=_numeric, schema="pg_catalog", format="text")
 
@@ -187,7 +193,7 @@ class PostgresDatabase(_Statements, Epochs):
         try:
             self._pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._pool_size, init=_prepare_connection,
-                statement_cache_size=1024,
+                statement_cache_size=1024, server_settings=SERVER_SETTINGS,
             )
             self._conn = self._pool
             async with self._pool.acquire() as conn:

@@ -6,7 +6,8 @@ from typing import Literal
 
 import msgspec
 
-ReportKind = Literal["run", "plan", "milestone"]
+# "project": a project's latest runs, the report a scheduled mail of kind project carries
+ReportKind = Literal["run", "plan", "milestone", "project"]
 ReportFormat = Literal["json", "html", "pdf", "csv"]
 ExportFormat = Literal["junit", "ctrf", "csv"]
 REPORT_FORMATS: tuple[str, ...] = ("json", "html", "pdf", "csv")

@@ -39,6 +39,7 @@ CLUSTER_LIMIT = 50
 FAILURE_LIMIT = 200
 HISTORY_RUNS = 10
 EXPORT_BATCH = 1000
+PROJECT_RUNS = 50  # a project report covers the project's newest runs, this many
 SECTION_SEPARATOR = " / "
 KINDS: tuple[ReportKind, ...] = ("run", "plan", "milestone")
 
@@ -79,6 +80,13 @@ async def build(db: Database, tenant_id: str, kind: ReportKind, target_id: str) 
             raise NotFound(f"run {target_id} not found")
         target, runs, ids = run, [run], [run["id"]]
         status, environment = run["status"], run["environment"]
+    elif kind == "project":
+        found = await store.project(db, tenant_id, target_id)
+        if found is None:
+            raise NotFound(f"project {target_id} not found")
+        target = found
+        runs = await store.latest_runs(db, tenant_id, target_id, PROJECT_RUNS)
+        ids = [row["id"] for row in runs]
     else:
         column = "plan_id" if kind == "plan" else "milestone_id"
         found = await (store.plan if kind == "plan" else store.milestone)(db, tenant_id, target_id)

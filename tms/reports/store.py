@@ -48,6 +48,20 @@ async def project_name(db: Database, tenant_id: str, project_id: str) -> str | N
     return None if value is None else str(value)
 
 
+async def project(db: Database, tenant_id: str, project_id: str) -> Row | None:
+    return await db.fetch_one(
+        "SELECT id, id AS project_id, name, created_at FROM projects WHERE tenant_id = ? AND id = ?",
+        (tenant_id, project_id))
+
+
+async def latest_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Row]:
+    """A project's newest ``limit`` runs with their summaries (the summary a scheduled project report mails)."""
+    return await db.fetch_all(
+        f"SELECT {_RUN_COLUMNS} FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, project_id, limit),
+    )
+
+
 async def runs_of(db: Database, tenant_id: str, column: str, owner_id: str) -> list[Row]:
     """The runs of a plan (``column`` plan_id) or a milestone (milestone_id), newest first, at most
     RUNS_LISTED of them, with their summaries."""

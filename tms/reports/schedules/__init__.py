@@ -1,0 +1,1 @@
+"""Scheduled mail reports (issue 27): models, api, web, service, store."""
