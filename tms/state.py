@@ -9,12 +9,12 @@ checker. ``AppState`` declares its keys; ``db_of(request)`` / ``config_of(reques
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
-from litestar.di import Provide
-from litestar.params import Dependency
+from litestar.di import NamedDependency, Provide
+from litestar.params import SkipValidation
 
 # imported at run time (not only for the type checker): Litestar reads the providers' annotations
 from tms.config import Config
@@ -81,8 +81,8 @@ def provide_config(state: State) -> Config:
 
 # What a handler names to get them: ``db: DatabaseDep`` / ``config: ConfigDep``. Not validated (the
 # values come from the app, not the request; ``Database`` is a Protocol msgspec cannot check).
-DatabaseDep = Annotated[Database, Dependency(skip_validation=True)]
-ConfigDep = Annotated[Config, Dependency(skip_validation=True)]
+DatabaseDep = NamedDependency[SkipValidation[Database]]
+ConfigDep = NamedDependency[SkipValidation[Config]]
 
 
 def dependencies() -> dict[str, Any]:
