@@ -15,6 +15,7 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 
 if TYPE_CHECKING:
+    from tms.attachments.objects import AttachmentStore
     from tms.config import Config
     from tms.db import Database
     from tms.team.signin.throttle import LoginThrottle
@@ -29,6 +30,7 @@ class AppState(State):
 
     config: Config
     db: Database
+    attachment_store: AttachmentStore  # where attachment bytes live (attachments.store), passed down explicitly
     token_usage: LastUsedTracker  # tokens' last use, written in batches
     login_throttle: LoginThrottle
     inflation_slots: asyncio.Semaphore  # gzip bodies inflated at once (tms.http.bodies)
@@ -41,6 +43,7 @@ class AppState(State):
         *,
         config: Config,
         db: Database,
+        attachment_store: AttachmentStore,
         token_usage: LastUsedTracker,
         login_throttle: LoginThrottle,
         inflation_slots: asyncio.Semaphore,
@@ -50,6 +53,7 @@ class AppState(State):
             {
                 "config": config,
                 "db": db,
+                "attachment_store": attachment_store,
                 "token_usage": token_usage,
                 "login_throttle": login_throttle,
                 "inflation_slots": inflation_slots,

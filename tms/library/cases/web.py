@@ -14,6 +14,7 @@ from litestar import Router, get, post
 from litestar.response import Redirect, Template
 from markupsafe import Markup, escape
 
+from tms.attachments import service as attachment_service
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
@@ -355,7 +356,9 @@ async def case_page(request: AnyRequest, case_id: str) -> Template:
     shown: list[tuple[Any, Any]] = [(f, case.custom_fields.get(f.key)) for f in fields.values()
                                     if not f.retired or f.key in case.custom_fields]
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
+    attachments = await attachment_service.case_attachments(db, tenant, case.id)
     return render(request, "cases/detail.html", active_nav="cases", case=case, project=project, field_values=shown,
+                  attachments=attachments,
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
                   pickable=pickable, section_path=section_path, changes=changes, **CHOICES)
 
