@@ -254,7 +254,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.open()
-        config.attachments_dir.mkdir(parents=True, exist_ok=True)
+        if attachment_store.name == "local":  # an S3 replica keeps nothing on its disk
+            config.attachments_dir.mkdir(parents=True, exist_ok=True)
         await _offer_setup(app)
         # the CSRF middleware reads its secret from this config object on each request
         csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
