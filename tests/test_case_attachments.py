@@ -183,3 +183,16 @@ def test_another_tenants_case_is_404(path: str, tenant: Tenant, other_tenant: Te
     assert_problem(upload_to_case(tenant.api, case["id"], ("mine.png", PNG, "image/png")), 404)
     assert_problem(tenant.api.get(f"/api/v1/attachments/{attached['id']}"), 404)
     assert other_tenant.api.get(f"/api/v1/cases/{case['id']}/attachments").json()["data"][0]["id"] == attached["id"]
+
+
+def test_a_bulk_delete_removes_the_cases_attachments(tenant: Tenant) -> None:
+    doomed, kept = new_case(tenant), new_case(tenant)
+    content, other = b"bulk-deleted spec\n", b"kept spec\n"
+    upload_to_case(tenant.api, doomed["id"], ("spec.txt", content, "text/plain"))
+    upload_to_case(tenant.api, kept["id"], ("spec.txt", other, "text/plain"))
+    web = tenant.web()
+    answer = web.post("/cases/bulk", data={"op": "delete:", "ids": [doomed["id"]], "confirmed": "1"})
+    assert answer.status_code == 303, answer.text
+    assert wait_until_gone(object_path(tenant.server, tenant, content))
+    assert object_path(tenant.server, tenant, other).exists()
+    assert tenant.api.get(f"/api/v1/cases/{doomed['id']}/attachments").status_code == 404

@@ -31,7 +31,7 @@ from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import SectionCreate, SectionUpdate
 from tms.library.transfer import service as case_io
-from tms.state import db_of
+from tms.state import app_state, db_of
 from tms.team.signin.session import page_guard
 
 # ---------------------------------------------------------------------------------------------- sections
@@ -145,7 +145,7 @@ async def bulk(request: AnyRequest) -> Template | Redirect:
         return render(request, "cases/bulk_confirm.html", active_nav="cases", count=len(ids), action=action,
                       value=value, fields=fields, back=back)
     try:
-        changed = await case_bulk.apply(db, tenant, ids, action, value)
+        changed = await case_bulk.apply(db, tenant, ids, action, value, app_state(request).attachment_store)
     except DomainError as exc:
         return done(request, back, exc.detail, "error")
     words = {"delete": "deleted", "clone": "cloned", "move": "moved", "add_tag": "tagged", "remove_tag": "untagged"}
