@@ -88,6 +88,8 @@ class ServerProcess:
             "TMS_SERVER_PORT": str(self.port),
             "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
             "TMS_STORAGE_DATABASE_URL": self.database_url,
+            # required on PostgreSQL (replicas share no disk): the same on every test server
+            **({"TMS_AUTH_SECRET_KEY": "test-secret-key-shared-by-replicas"} if postgres_cluster.selected() else {}),
             **self.env,
         }
         env.pop("TMS_CONFIG", None)

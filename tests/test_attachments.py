@@ -19,6 +19,7 @@ import pytest
 
 from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
+from tms.attachments.objects import LocalStore
 
 # ---------------------------------------------------------------- minimal real files of each type
 
@@ -433,7 +434,7 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     stray_new = directory / ("1" * 32)
     stray_new.write_bytes(b"an upload in flight")
 
-    removed = run_admin(tenant.server.db_path, lambda db: sweep_orphans(db, directory))
+    removed = run_admin(tenant.server.db_path, lambda db: sweep_orphans(db, LocalStore(directory)))
     assert removed >= 1
     assert [row[0] for row in stored_rows(tenant.server, tenant.id)] == ["keep.png"]
     # the same bytes: one object, which the kept attachment still references
@@ -492,13 +493,14 @@ def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant)
     async def rolled_back(db: Any) -> None:
         with pytest.raises(RuntimeError):
             async with db.transaction() as tx:
-                await delete_attachments_in(tx, db, tenant.id, [second], directory)
+                await delete_attachments_in(tx, db, tenant.id, [second], LocalStore(directory))
                 raise RuntimeError("the results delete failed")
 
     run_admin(tenant.server.db_path, rolled_back)
     assert (directory / names["c.png"]).exists()
 
-    assert run_admin(tenant.server.db_path, lambda db: delete_attachment_files_for(db, tenant.id, [first])) == 2
+    store = LocalStore(directory)
+    assert run_admin(tenant.server.db_path, lambda db: delete_attachment_files_for(db, tenant.id, [first], store)) == 2
     for attachment in a:
         assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
     # b.txt's object goes; a.png's bytes are c.png's too, so their one object stays for c.png
@@ -526,7 +528,7 @@ def test_swept_unlinked_results_lose_their_attachments(start_server) -> None:
 
     swept = tenant.api.post("/api/v1/admin/sweep")
     assert swept.status_code == 200 and swept.json()["data"]["deleted"] == 1, swept.text
-    assert run_admin(server.db_path, lambda db: sweep_orphans(db, attachments_dir(server))) == 1
+    assert run_admin(server.db_path, lambda db: sweep_orphans(db, LocalStore(attachments_dir(server)))) == 1
     assert stored_rows(server, tenant.id) == []
     assert not (attachments_dir(server) / storage_name).exists()
     assert_problem(tenant.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)

@@ -157,6 +157,23 @@ def test_presigned_download_redirects_with_the_attachments_name_and_type(s3: S3S
     # SVG is always served by TMS itself, with its sandboxing CSP
     served = tenant.api.get(f"/api/v1/attachments/{svg['id']}", follow_redirects=False)
     assert served.status_code == 200 and "sandbox" in served.headers["content-security-policy"]
+    # the web interface's download redirects the same way, and a case's attachment too
+    spec = tenant.api.post(f"/api/v1/cases/{add_case(tenant)}/attachments",
+                           files={"file": ("spec.txt", TXT, "text/plain")}).json()["data"][0]
+    web = tenant.web()
+    for attachment, content in ((png, PNG), (spec, TXT)):
+        answer = web.get(f"/web/attachments/{attachment['id']}", follow_redirects=False)
+        assert answer.status_code == 302, answer.text
+        assert answer.headers["location"].startswith(s3.endpoint)
+        assert answer.headers["cache-control"] == "private, no-store"
+        assert httpx.get(answer.headers["location"]).content == content
+    assert web.get(f"/web/attachments/{svg['id']}", follow_redirects=False).status_code == 200
+
+
+def add_case(tenant: Tenant) -> str:
+    answer = tenant.api.post("/api/v1/cases", json={"title": "Spec", "bdd_content": "Feature: F\n  Scenario: S\n"})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["data"]["id"])
 
 
 def test_presigned_url_is_botocores_signature() -> None:

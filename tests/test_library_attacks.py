@@ -11,14 +11,15 @@ import dataclasses
 import io
 import os
 import time
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from tests.conftest import Tenant, assert_problem, run_admin
+from tests.conftest import Tenant, assert_problem, connect_db, run_admin
 from tests.latency import while_attacking
 from tests.test_case_import import HEADER, all_cases, csv_of, export, upload
 from tests.web_helpers import HTML, flashes, follow
+from tms.ids import iso
 
 STEPS = "Feature: Long\n  Scenario: many steps\n    Given a start\n"
 
@@ -274,8 +275,12 @@ def _preview(web: httpx.Client, project_id: str, n: int) -> str:
     return response.text.split('name="token" value="')[1].split('"')[0]
 
 
-def _waiting(tenant: Tenant) -> list[Path]:
-    return list((tenant.server.data_dir / "imports" / tenant.id).rglob("*.bin"))
+def _waiting(tenant: Tenant) -> list[str]:
+    """The tokens of the tenant's previews waiting for confirmation (in the database: issue 28)."""
+    with connect_db(tenant.server.db_path) as conn:
+        rows = conn.execute("SELECT token FROM import_previews WHERE tenant_id = ?", (tenant.id,)).fetchall()
+    conn.close()
+    return [row[0] for row in rows]
 
 
 def test_import_previews_are_capped_per_user_and_tenant_and_expire(tenant: Tenant) -> None:
@@ -298,12 +303,16 @@ def test_import_previews_are_capped_per_user_and_tenant_and_expire(tenant: Tenan
     refused = follow(web, web.post("/cases/import/confirm", data={"token": newest}))
     assert "expired" in " ".join(flashes(refused.text))
     # an hour-old preview is removed at the next preview
-    old = time.time() - 2 * 3600
-    for path in _waiting(tenant):
-        os.utime(path, (old, old))
-        os.utime(path.with_suffix(".json"), (old, old))
+    with connect_db(tenant.server.db_path) as conn:
+        conn.execute("UPDATE import_previews SET created_at = ? WHERE tenant_id = ?",
+                     (iso(datetime.now(UTC) - timedelta(hours=2)), tenant.id))
+    conn.close()
+    assert "expired" in " ".join(flashes(follow(web, web.post("/cases/import/confirm",
+                                                               data={"token": _waiting(tenant)[0]})).text))
     _preview(web, project["id"], 100)
     assert len(_waiting(tenant)) == 1
+    # no file of it on the replica's disk
+    assert not (tenant.server.data_dir / "imports").exists()
 
 
 def test_preview_of_a_file_over_the_limits_is_a_form_error(tenant: Tenant) -> None:

@@ -167,10 +167,11 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     from tms.runs.retention import service as retention
 
     config = load_config(None, {**storage_env(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
+    from tms.attachments.objects import store_for
     from tms.attachments.service import settle_pending
 
     async def sweep(db: Any) -> int:
-        removed = await retention.sweep_old_runs(db, config, 10)
+        removed = await retention.sweep_old_runs(db, store_for(config), 10)
         await settle_pending()  # the objects go after commit, in the background of this event loop
         return removed
 

@@ -10,6 +10,7 @@ from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin, storage_env
 from tests.test_cases import new_case
 from tests.test_ingest import ingest, results_of
+from tms.attachments.objects import LocalStore, store_for
 from tms.ids import iso
 
 
@@ -93,7 +94,8 @@ def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProce
     age_unlinked_rows(second, old_second, days=40)
 
     config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
-    deleted = run_admin(server.db_path, lambda db: retention.sweep_all(db, config))
+    store = LocalStore(server.data_dir / "attachments")
+    deleted = run_admin(server.db_path, lambda db: retention.sweep_all(db, config, store))
     assert deleted == 11
     assert results_of(first, old_first) == [] and results_of(second, old_second) == []
     assert len(results_of(first, fresh)) == 2
@@ -125,7 +127,8 @@ def test_the_servers_own_sweep_runs_soon_after_start(start_server: Callable[...,
 
     async def one_pass(db: Any) -> None:
         config = Config(values={"retention.unlinked_days": 30, "retention.runs_days": 0})
-        task = asyncio.create_task(retention.sweep_daily(db, config, first_delay=0, period=3600))
+        store = LocalStore(tenant.server.data_dir / "attachments")
+        task = asyncio.create_task(retention.sweep_daily(db, config, store, first_delay=0, period=3600))
         for _ in range(200):
             await asyncio.sleep(0.02)
             if not await db.fetch_value("SELECT COUNT(*) FROM unlinked_test_results WHERE run_id = ?", (run_id,)):
@@ -158,7 +161,7 @@ def test_removing_an_old_run_clears_the_failure_fingerprints_references_to_it(te
         conn.execute("UPDATE test_runs SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old,))
 
     config = load_config(None, storage_env(tenant.server.data_dir))
-    assert run_admin(tenant.server.db_path, lambda db: retention.sweep_old_runs(db, config, 10)) == 1
+    assert run_admin(tenant.server.db_path, lambda db: retention.sweep_old_runs(db, store_for(config), 10)) == 1
 
     with connect_db(tenant.server.db_path) as conn:
         assert conn.execute(fingerprints, (project,)).fetchall() == [

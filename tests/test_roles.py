@@ -32,6 +32,7 @@ UNSAFE_ROUTES = [
     ("POST", "/runs/{id}/bulk", "tester"),
     ("POST", "/results/{id}/execute", "tester"),
     ("POST", "/api/results/{id}/attachments", "tester"),
+    ("POST", "/api/cases/{id}/attachments", "tester"),
     ("POST", "/ai/generate", "tester"),
     ("POST", "/ai/generations/{id}", "tester"),
     ("POST", "/settings/tokens", "admin"),

@@ -125,6 +125,8 @@ API_ROUTES = [
     ("POST", "/api/v1/results/{result}/attachments", "file"),
     ("POST", "/api/v1/results/{unlinked_result}/attachments", "file"),
     ("GET", "/api/v1/attachments/{attachment}", None),
+    ("POST", "/api/v1/cases/{case_id}/attachments", "file"),
+    ("GET", "/api/v1/cases/{case_code}/attachments", None),
     ("GET", "/api/v1/cases/{case_id}", None),
     ("GET", "/api/v1/cases/{case_code}", None),
     ("PATCH", "/api/v1/cases/{case_id}", {"title": "stolen"}),
@@ -194,6 +196,7 @@ SESSION_API_ROUTES = [
     ("POST", "/api/results/{result}/attachments", "file"),
     ("POST", "/api/results/{unlinked_result}/attachments", "file"),
     ("PATCH", "/api/v1/notifications/{notification}", {"read": True}),
+    ("POST", "/api/cases/{case_id}/attachments", "file"),
 ]
 WEB_ROUTES = [
     ("GET", "/runs/{run}/report", None),

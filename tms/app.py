@@ -24,6 +24,7 @@ from tms import __version__
 from tms.ai import web as web_ai
 from tms.attachments import api as attachments_api
 from tms.attachments import service as attachment_service
+from tms.attachments import web as attachments_web
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import database_for
@@ -124,6 +125,8 @@ def _api_router() -> Router:
             projects_api.create_project,
             attachments_api.upload_attachments,
             attachments_api.download_attachment,
+            attachments_api.upload_case_attachments,
+            attachments_api.list_case_attachments,
             cases_api.list_cases,
             cases_api.create_case,
             cases_api.get_case,
@@ -221,6 +224,7 @@ def _web_routers() -> list[Any]:
         web_runs.router(),
         web_execution.router(),
         web_execution.upload_router(),
+        attachments_web.router(),
         web_sso.router(),
         web_sso.public_router(),
         web_team.router(),
@@ -270,8 +274,8 @@ def _template_filters(engine: JinjaTemplateEngine) -> None:
 
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     db = database_for(config)
-    # a local folder or an S3 bucket (attachments.store); registered under config.attachments_dir
-    attachment_store = attachment_service.store_for_app(config, db)
+    # a local folder or an S3 bucket (attachments.store); handlers reach it through AppState
+    attachment_store = attachment_service.store_for_app(config)
     token_usage = LastUsedTracker()
     request_gauge = RequestGauge()  # webhook delivery yields to requests in progress
 
@@ -280,7 +284,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         await db.open()
         # LDAP bind passwords stored in clear before migration 0042 are encrypted (a migration cannot)
         await ldap_service.seal_plain_passwords(db, config)
-        config.attachments_dir.mkdir(parents=True, exist_ok=True)
+        if attachment_store.name == "local":  # an S3 replica keeps nothing on its disk
+            config.attachments_dir.mkdir(parents=True, exist_ok=True)
         await _offer_setup(app)
         # the CSRF middleware reads its secret from this config object on each request
         csrf_config.secret = await get_or_create_setting(db, "csrf_secret", secrets.token_urlsafe(32))
@@ -294,7 +299,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             asyncio.create_task(run_periodically(lambda: token_usage.flush(db), 15, "token last-used flush")),
             # shared: once a day across all replicas
             asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping", db=db)),
-            asyncio.create_task(retention.sweep_daily(db, config)),
+            asyncio.create_task(retention.sweep_daily(db, config, attachment_store)),
             asyncio.create_task(
                 run_periodically(
                     lambda: attachment_service.sweep_orphans(db, attachment_store),
@@ -366,6 +371,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     state = AppState.of(
         config=config,
         db=db,
+        attachment_store=attachment_store,
         token_usage=token_usage,
         login_throttle=login_throttle,
         inflation_slots=inflation_slots(),

@@ -159,12 +159,15 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     sys.setswitchinterval(0.0005)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from tms.attachments.service import store_problem
+    from tms.team.signin.secret_box import replica_problem
 
-    problem = store_problem(config)  # wrong S3 credentials: one line naming the setting, before anything starts
+    # wrong S3 credentials, or PostgreSQL without auth.secret_key: one line naming the setting, before
+    # anything starts
+    problem = store_problem(config) or replica_problem(config)
     if problem:
         print(f"tms: config error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    # replicas on PostgreSQL share the data dir (attachments) on purpose; on SQLite one process owns it
+    # replicas on PostgreSQL need no data dir of their own (S3 attachments) or share one; on SQLite one process owns it
     instance_lock = True if config.database_url else _lock_data_dir(config)
     if instance_lock is None:
         return 1

@@ -85,8 +85,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("attachments", "s3_access_key_id", "", "Access key id; empty = the AWS_* environment or the "
             "instance's role."),
     Setting("attachments", "s3_secret_access_key", "", "Secret access key (never shown or logged)."),
-    Setting("attachments", "s3_presigned_seconds", 0, "With store = s3 and static keys: API downloads answer "
-            "302 to a presigned URL valid this many seconds; 0 = the service streams every download.",
+    Setting("attachments", "s3_presigned_seconds", 0, "With store = s3 and static keys: API and web downloads "
+            "answer 302 to a presigned URL valid this many seconds; 0 = the service streams every download.",
             minimum=0, maximum=7 * 24 * 3600),
     Setting(
         "retention",
@@ -156,8 +156,8 @@ SETTINGS: tuple[Setting, ...] = (
             "within 15 minutes before that address waits; raise it when many users share one address (a NAT "
             "or a proxy).", minimum=1, maximum=1_000_000),
     Setting("auth", "secret_key", "", "Key that encrypts secrets at rest (TOTP seeds); empty = one generated "
-            "into data_dir/secret.key. Same value on every replica; back it up apart from the database "
-            "(never shown or logged)."),
+            "into data_dir/secret.key (SQLite only: required with PostgreSQL). Same value on every replica; "
+            "back it up apart from the database (never shown or logged)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}

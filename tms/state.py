@@ -21,6 +21,7 @@ from tms.config import Config
 from tms.db import Database
 
 if TYPE_CHECKING:
+    from tms.attachments.objects import AttachmentStore
     from tms.team.signin.throttle import LoginThrottle
     from tms.team.tokens.service import LastUsedTracker
 
@@ -33,6 +34,7 @@ class AppState(State):
 
     config: Config
     db: Database
+    attachment_store: AttachmentStore  # where attachment bytes live (attachments.store), passed down explicitly
     token_usage: LastUsedTracker  # tokens' last use, written in batches
     login_throttle: LoginThrottle
     inflation_slots: asyncio.Semaphore  # gzip bodies inflated at once (tms.http.bodies)
@@ -45,6 +47,7 @@ class AppState(State):
         *,
         config: Config,
         db: Database,
+        attachment_store: AttachmentStore,
         token_usage: LastUsedTracker,
         login_throttle: LoginThrottle,
         inflation_slots: asyncio.Semaphore,
@@ -54,6 +57,7 @@ class AppState(State):
             {
                 "config": config,
                 "db": db,
+                "attachment_store": attachment_store,
                 "token_usage": token_usage,
                 "login_throttle": login_throttle,
                 "inflation_slots": inflation_slots,

@@ -15,6 +15,7 @@ from tms.attachments import service as attachment_service
 from tms.attachments.models import Attachment, AttachmentList
 from tms.attachments.objects import OpenedObject
 from tms.http.api_auth import ApiRequest, requires
+from tms.library.cases import service as case_service
 from tms.state import app_state
 
 if TYPE_CHECKING:
@@ -67,10 +68,41 @@ async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentL
         content_type=request.headers.get("content-type", ""),
         content_length=request.content_length,
         body=request.stream(),
-        directory=state.config.attachments_dir,
+        store=state.attachment_store,
         max_bytes=int(state.config.get("attachments.max_bytes")),
     )
     return AttachmentList(data=msgspec.convert(created, list[Attachment]))
+
+
+@post(
+    "/cases/{case_id:str}/attachments",
+    operation_class=_UploadOperation,
+    **requires("write"),
+    request_max_body_size=None,  # counted by the service, as for a result's attachments
+    status_code=201,
+    summary="Attach files to a test case",
+    description="Specs, mock-ups and data files on the case itself (`{case_id}`: cuid or code). The same "
+    "multipart/form-data body, types (415) and limits (413) as a result's attachments; a case holds at "
+    "most 100. Download them with `GET /api/v1/attachments/{id}`.",
+)
+async def upload_case_attachments(request: ApiRequest, case_id: str) -> AttachmentList:
+    state = app_state(request)
+    case = await case_service.get_case(state.db, request.user.tenant_id, case_id)
+    created = await attachment_service.upload(
+        state.db, request.user.tenant_id, case.id,
+        content_type=request.headers.get("content-type", ""), content_length=request.content_length,
+        body=request.stream(), store=state.attachment_store,
+        max_bytes=int(state.config.get("attachments.max_bytes")), owner=attachment_service.Owner("case", case.id),
+    )
+    return AttachmentList(data=msgspec.convert(created, list[Attachment]))
+
+
+@get("/cases/{case_id:str}/attachments", **requires("read"), summary="A test case's attachments, oldest first")
+async def list_case_attachments(request: ApiRequest, case_id: str) -> AttachmentList:
+    state = app_state(request)
+    case = await case_service.get_case(state.db, request.user.tenant_id, case_id)
+    found = await attachment_service.case_attachments(state.db, request.user.tenant_id, case.id)
+    return AttachmentList(data=msgspec.convert(found, list[Attachment]))
 
 
 @get(
@@ -83,7 +115,7 @@ async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentL
 async def download_attachment(request: ApiRequest, attachment_id: str) -> Response[Any]:
     state = app_state(request)
     stored = await attachment_service.open_attachment(
-        state.db, request.user.tenant_id, attachment_id, state.config.attachments_dir,
+        state.db, request.user.tenant_id, attachment_id, state.attachment_store,
         redirect_seconds=int(state.config.get("attachments.s3_presigned_seconds")),
     )
     if stored.redirect:

@@ -40,7 +40,6 @@ from obstore.store import S3Store as ObstoreS3
 
 from tms.attachments import presign
 from tms.config import Config, ConfigError
-from tms.db import Database
 from tms.errors import NotFound, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -523,25 +522,3 @@ def store_for(config: Config, kind: str | None = None) -> AttachmentStore:
     if kind == "s3":
         return S3Store(S3Settings.of(config))
     return LocalStore(config.attachments_dir)
-
-
-# The store of this process, by the folder callers still name (``config.attachments_dir``): code
-# outside this package that predates object storage passes that folder, and gets the configured
-# store (and the database its after-commit collections use) through ``resolve``; ``create_app``
-# registers them.
-_REGISTERED: dict[Path, tuple[AttachmentStore, Database]] = {}
-
-
-def register(config: Config, store: AttachmentStore, db: Database) -> None:
-    _REGISTERED[config.attachments_dir.resolve()] = (store, db)
-
-
-def unregister(config: Config) -> None:
-    _REGISTERED.pop(config.attachments_dir.resolve(), None)
-
-
-def resolve(where: Path | AttachmentStore) -> AttachmentStore:
-    if isinstance(where, Path):
-        found = _REGISTERED.get(where.resolve())
-        return found[0] if found else LocalStore(where)
-    return where

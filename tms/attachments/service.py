@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 
 FILE_FIELD = "file"
 MAX_FILES = 20
+# a test case's own attachments (specs, mock-ups, data files): at most this many per case
+MAX_CASE_ATTACHMENTS = 100
 MAX_NAME_LENGTH = 200
 # multipart framing and small non-file fields on top of the files themselves
 BODY_MARGIN = 1024 * 1024
@@ -69,8 +71,6 @@ STRAY_GRACE_SECONDS = 3600
 SWEEP_SECONDS = 3600
 # an upload of bytes whose object is being deleted right now waits for that, at most this long
 DELETING_WAIT_SECONDS = 5.0
-# where the service finds a store when its caller names the attachment folder (see objects.resolve)
-Where = Path | AttachmentStore
 
 
 def attachment_dict(row: Row) -> dict[str, Any]:
@@ -213,6 +213,22 @@ def body_limit(max_bytes: int) -> int:
     return MAX_FILES * max_bytes + BODY_MARGIN
 
 
+@dataclass(frozen=True)
+class Owner:
+    """What an upload attaches files to: a result (linked or unlinked) or a test case (issue 26)."""
+
+    kind: str  # "result" | "case"
+    id: str
+
+    async def exists(self, db: Database | Transaction, tenant_id: str) -> bool:
+        if self.kind == "case":
+            return await attachment_store.case_exists(db, tenant_id, self.id)
+        return await attachment_store.result_exists(db, tenant_id, self.id)
+
+    def missing(self) -> NotFound:
+        return NotFound(f"{'test case' if self.kind == 'case' else 'result'} {self.id} not found")
+
+
 async def upload(
     db: Database,
     tenant_id: str,
@@ -221,19 +237,21 @@ async def upload(
     content_type: str,
     content_length: int | None,
     body: AsyncIterator[bytes],
-    directory: Where,
+    store: AttachmentStore,
     max_bytes: int,
+    owner: Owner | None = None,
 ) -> list[dict[str, Any]]:
     """Stores every ``file`` part of the body as an attachment of the result; returns them, API shape.
 
-    ``directory`` is the attachment store, or the attachment folder the configured store was
-    registered under (``objects.resolve``).
+    ``store`` is the app's attachment store (``AppState.attachment_store``), passed down explicitly.
+    ``owner`` (default: the result ``result_id``) may name a test case instead: the same checks and
+    limits, rows in ``case_attachments``, at most ``MAX_CASE_ATTACHMENTS`` per case.
     """
-    store = objects.resolve(directory)
+    owner = owner or Owner("result", result_id)
     limit = body_limit(max_bytes)
     try:
-        if not await attachment_store.result_exists(db, tenant_id, result_id):
-            raise NotFound(f"result {result_id} not found")
+        if not await owner.exists(db, tenant_id):
+            raise owner.missing()
         boundary = multipart_boundary(content_type)
         if content_length is not None and content_length > limit:
             raise TooLarge(_body_too_large(limit, max_bytes))
@@ -304,15 +322,23 @@ async def upload(
         rows = []
         for f in spool.files:
             attachment_id = new_id()
-            rows.append((attachment_id, tenant_id, result_id, f.file_name, f.kind.mime_type, f.size,
+            rows.append((attachment_id, tenant_id, owner.id, f.file_name, f.kind.mime_type, f.size,
                          attachment_id, created_at, objects.object_key(tenant_id, f.sha256)))
         async with db.transaction() as tx:
-            # the result may have been deleted while the files streamed in
-            if not await attachment_store.result_exists(tx, tenant_id, result_id):
-                raise NotFound(f"result {result_id} not found")
-            await attachment_store.insert_attachments(tx, rows)
+            # the result or case may have been deleted while the files streamed in
+            if not await owner.exists(tx, tenant_id):
+                raise owner.missing()
+            if owner.kind == "case":
+                held = await attachment_store.count_for_case(tx, tenant_id, owner.id)
+                if held + len(rows) > MAX_CASE_ATTACHMENTS:
+                    raise TooLarge(f"a test case holds at most {MAX_CASE_ATTACHMENTS} attachments "
+                                   f"({held} already)")
+                await attachment_store.insert_case_attachments(
+                    tx, [(r[0], tenant_id, owner.id, r[3], r[4], r[5], r[8], r[7]) for r in rows])
+            else:
+                await attachment_store.insert_attachments(tx, rows)
             await attachment_store.settle_objects(tx, claimed, created_at)
-            await audit.record(tx, tenant_id, "attachment.created", "result", result_id,
+            await audit.record(tx, tenant_id, "attachment.created", owner.kind, owner.id,
                                {"files": [r[3] for r in rows]})
         committed = True
         spool.files.clear()  # committed: the objects now belong to their rows
@@ -380,15 +406,16 @@ class StoredFile:
 
 
 async def open_attachment(
-    db: Database, tenant_id: str, attachment_id: str, directory: Where, *, redirect_seconds: int = 0
+    db: Database, tenant_id: str, attachment_id: str, store: AttachmentStore, *, redirect_seconds: int = 0
 ) -> StoredFile:
     """The attachment of this tenant, opened for download; 404 for another tenant's id.
 
     ``redirect_seconds`` > 0: a store that can presign (S3 with static keys) answers with a URL valid
     that long instead of the bytes. Never for SVG: only our own response can carry its sandbox CSP.
     """
-    store = objects.resolve(directory)
     row = await attachment_store.get_attachment(db, tenant_id, attachment_id)
+    if row is None:
+        row = await attachment_store.get_case_attachment(db, tenant_id, attachment_id)
     if row is None or not row["object_key"]:
         raise NotFound(f"attachment {attachment_id} not found")
     kind = KINDS_BY_MIME.get(row["mime_type"])
@@ -415,22 +442,29 @@ async def open_attachment(
     return StoredFile(**base, opened=opened)
 
 
+async def case_attachments(db: Database, tenant_id: str, case_id: str) -> list[dict[str, Any]]:
+    """The attachments of a test case (at most MAX_CASE_ATTACHMENTS), oldest first, API shape."""
+    return [attachment_dict(row) for row in await attachment_store.list_for_case(db, tenant_id, case_id)]
+
+
+async def forget_case_attachments(tx: Transaction, db: Database, store: AttachmentStore, tenant_id: str,
+                                  case_ids: list[str]) -> None:
+    """In the transaction deleting these cases (their case_attachments rows go by the foreign key):
+    once it commits, the objects nothing references any more leave the store."""
+    forget_after_commit(tx, db, store, await attachment_store.case_object_keys(tx, tenant_id, case_ids))
+
+
 def content_disposition(disposition: str, file_name: str) -> str:
     """RFC 6266: an ASCII fallback ``filename`` for old clients plus the exact UTF-8 ``filename*``."""
     fallback = "".join(ch if 0x20 <= ord(ch) < 0x7F and ch not in '"\\%' else "_" for ch in file_name)
     return f"{disposition}; filename=\"{fallback or 'download'}\"; filename*=UTF-8''{quote(file_name, safe='')}"
 
 
-def default_directory(db: Database) -> Path:
-    """data_dir/attachments: tms.db and attachments/ live side by side in data_dir (config.py)."""
-    return db.data_dir / "attachments"
-
-
 # after-commit work holds its task here, so the event loop does not drop it half-way
 _PENDING: set[asyncio.Task[Any]] = set()
 
 
-def forget_after_commit(tx: Transaction, db: Database, store: Where, object_keys: list[str]) -> None:
+def forget_after_commit(tx: Transaction, db: Database, store: AttachmentStore, object_keys: list[str]) -> None:
     """In the transaction that deleted attachment rows: once it commits, the objects those rows named
     leave the store unless another attachment still references them (never on rollback).
 
@@ -440,10 +474,8 @@ def forget_after_commit(tx: Transaction, db: Database, store: Where, object_keys
     keys = list(dict.fromkeys(k for k in object_keys if k))
     if not keys:
         return
-    resolved = objects.resolve(store)
-
     def collect_soon() -> None:
-        task = asyncio.get_running_loop().create_task(_collect_logged(db, resolved, keys))
+        task = asyncio.get_running_loop().create_task(_collect_logged(db, store, keys))
         _PENDING.add(task)
         task.add_done_callback(_PENDING.discard)
 
@@ -486,7 +518,7 @@ async def collect(db: Database, store: AttachmentStore, keys: list[str]) -> int:
 
 
 async def delete_attachment_files_for(
-    db: Database, tenant_id: str, result_ids: list[str], directory: Where | None = None
+    db: Database, tenant_id: str, result_ids: list[str], store: AttachmentStore
 ) -> int:
     """Deletes the attachments (rows, then unreferenced objects) of results that were deleted;
     returns how many attachment rows went.
@@ -496,7 +528,6 @@ async def delete_attachment_files_for(
     """
     if not result_ids:
         return 0
-    store = objects.resolve(directory or default_directory(db))
     async with db.transaction() as tx:
         keys, count = await attachment_store.delete_for_results_counted(tx, tenant_id, result_ids)
     # objects only after the commit: a rolled-back delete must not lose them
@@ -505,14 +536,14 @@ async def delete_attachment_files_for(
 
 
 async def delete_attachments_in(tx: Transaction, db: Database, tenant_id: str, result_ids: list[str],
-                                directory: Where) -> None:
+                                store: AttachmentStore) -> None:
     """The same inside the caller's transaction that deletes the results: rows go with it, the
     objects no other attachment references once it commits (never on rollback)."""
     keys = await attachment_store.delete_for_results(tx, tenant_id, result_ids)
-    forget_after_commit(tx, db, directory, keys)
+    forget_after_commit(tx, db, store, keys)
 
 
-async def sweep_orphans(db: Database, directory: Where) -> int:
+async def sweep_orphans(db: Database, store: AttachmentStore) -> int:
     """Periodic: removes attachments whose result is gone, objects no attachment references, and
     objects in the store that no row names (a crash between writing and committing, a tenant's
     removal). Returns the number of objects removed from the store.
@@ -520,7 +551,6 @@ async def sweep_orphans(db: Database, directory: Where) -> int:
     Deleting runs, projects or unlinked results cascades in SQL, but the attachments table has no
     foreign key to the two result tables, so its rows are collected here.
     """
-    store = objects.resolve(directory)
     removed = 0
     while ids := await attachment_store.find_orphans(db):
         async with db.transaction() as tx:
@@ -569,9 +599,9 @@ async def usage_by_tenant(db: Database) -> list[tuple[str, int, int]]:
             for row in await attachment_store.usage_by_tenant(db)]
 
 
-async def check_store(config: Config, directory: Where | None = None) -> None:
-    """Raises ``StoreUnavailable`` unless the configured store answers (``/readyz``)."""
-    await objects.resolve(directory or config.attachments_dir).check()
+async def check_store(store: AttachmentStore) -> None:
+    """Raises ``StoreUnavailable`` unless the app's store answers (``/readyz``)."""
+    await store.check()
 
 
 
@@ -588,8 +618,7 @@ def store_problem(config: Config) -> str | None:
     return None
 
 
-def store_for_app(config: Config, db: Database) -> AttachmentStore:
-    """The configured store, registered for this process under ``config.attachments_dir``."""
-    store = objects.store_for(config)
-    objects.register(config, store, db)
-    return store
+def store_for_app(config: Config) -> AttachmentStore:
+    """The configured store; ``create_app`` keeps it in ``AppState.attachment_store`` and every
+    handler passes it down (no module-level registry)."""
+    return objects.store_for(config)

@@ -40,6 +40,54 @@ async def get_attachment(db: Database, tenant_id: str, attachment_id: str) -> Ro
     )
 
 
+async def get_case_attachment(db: Database, tenant_id: str, attachment_id: str) -> Row | None:
+    return await db.fetch_one(
+        "SELECT id, case_id, file_name, mime_type, size, object_key, created_at FROM case_attachments "
+        "WHERE tenant_id = ? AND id = ?",
+        (tenant_id, attachment_id),
+    )
+
+
+async def list_for_case(db: Database, tenant_id: str, case_id: str) -> list[Row]:
+    return await db.fetch_all(
+        "SELECT id, case_id, file_name, mime_type, size, object_key, created_at FROM case_attachments "
+        "WHERE tenant_id = ? AND case_id = ? ORDER BY created_at, id",
+        (tenant_id, case_id),
+    )
+
+
+async def count_for_case(tx: Transaction, tenant_id: str, case_id: str) -> int:
+    return int(await tx.fetch_value("SELECT COUNT(*) FROM case_attachments WHERE tenant_id = ? AND case_id = ?",
+                                    (tenant_id, case_id)) or 0)
+
+
+async def case_exists(db: Database | Transaction, tenant_id: str, case_id: str) -> bool:
+    return bool(await db.fetch_value("SELECT EXISTS (SELECT 1 FROM test_cases WHERE tenant_id = ? AND id = ?)",
+                                     (tenant_id, case_id)))
+
+
+async def insert_case_attachments(tx: Transaction, rows: list[tuple[Any, ...]]) -> None:
+    """rows: (id, tenant_id, case_id, file_name, mime_type, size, object_key, created_at)."""
+    await tx.executemany(
+        "INSERT INTO case_attachments (id, tenant_id, case_id, file_name, mime_type, size, object_key, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+async def case_object_keys(tx: Transaction, tenant_id: str, case_ids: list[str]) -> list[str]:
+    """The object keys the attachments of these cases name (read before the cases go)."""
+    keys: list[str] = []
+    for chunk in chunks(list(dict.fromkeys(case_ids))):
+        marks = ",".join("?" * len(chunk))
+        rows = await tx.fetch_all(
+            f"SELECT DISTINCT object_key FROM case_attachments WHERE tenant_id = ? AND case_id IN ({marks})",
+            (tenant_id, *chunk),
+        )
+        keys.extend(row["object_key"] for row in rows)
+    return keys
+
+
 async def result_exists(db: Database | Transaction, tenant_id: str, result_id: str) -> bool:
     """A result id names a linked (test_results) or an unlinked (unlinked_test_results) result."""
     return bool(
@@ -90,9 +138,12 @@ async def delete_for_results_counted(tx: Transaction, tenant_id: str, result_ids
 
 # Objects (attachment_objects): one row per stored object; its references are the attachments rows
 # whose object_key names it.
-_UNREFERENCED = "NOT EXISTS (SELECT 1 FROM attachments a WHERE a.object_key = o.object_key)"
+_UNREFERENCED = ("NOT EXISTS (SELECT 1 FROM attachments a WHERE a.object_key = o.object_key) "
+                 "AND NOT EXISTS (SELECT 1 FROM case_attachments c WHERE c.object_key = o.object_key)")
 # the same where the table has no alias (SQLite's UPDATE ... RETURNING cannot name one)
-_UNREFERENCED_SELF = "NOT EXISTS (SELECT 1 FROM attachments a WHERE a.object_key = attachment_objects.object_key)"
+_UNREFERENCED_SELF = ("NOT EXISTS (SELECT 1 FROM attachments a WHERE a.object_key = attachment_objects.object_key) "
+                      "AND NOT EXISTS (SELECT 1 FROM case_attachments c "
+                      "WHERE c.object_key = attachment_objects.object_key)")
 
 
 async def claim_objects(tx: Transaction, objects: list[tuple[str, str, str, int]], until: str, at: str) -> list[str]:

@@ -7,16 +7,10 @@ rules, versions and audit entries are the API's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import itertools
-import json
-import secrets
-import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -32,26 +26,15 @@ from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseUpdate
 from tms.library.cases.web import view_from_query
 from tms.library.fields import service as field_service
+from tms.library.imports import service as import_previews
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import SectionCreate, SectionUpdate
 from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
 from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
-from tms.state import config_of, db_of
+from tms.state import app_state, db_of
 from tms.team.signin.session import page_guard
-
-# An import preview keeps its file in data_dir/imports/<tenant>/<user>/<token>.bin (+ .json) until it is
-# confirmed, for at most IMPORT_TTL_SECONDS; a user keeps their newest MAX_PREVIEWS_PER_USER, a tenant
-# its newest MAX_PREVIEWS_PER_TENANT (older ones are dropped: confirming them says "expired"). So the
-# disk a tenant can fill is bounded: 10 previews of at most 20 MB.
-IMPORT_TTL_SECONDS = 3600
-MAX_PREVIEWS_PER_USER = 3
-MAX_PREVIEWS_PER_TENANT = 10
-SWEEP_EVERY_SECONDS = 600  # every tenant's expired previews are removed at most this often
-_TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-_last_sweep = [0.0]
-
 
 # ---------------------------------------------------------------------------------------------- sections
 
@@ -164,7 +147,7 @@ async def bulk(request: AnyRequest) -> Template | Redirect:
         return render(request, "cases/bulk_confirm.html", active_nav="cases", count=len(ids), action=action,
                       value=value, fields=fields, back=back)
     try:
-        changed = await case_bulk.apply(db, tenant, ids, action, value)
+        changed = await case_bulk.apply(db, tenant, ids, action, value, app_state(request).attachment_store)
     except DomainError as exc:
         return done(request, back, exc.detail, "error")
     words = {"delete": "deleted", "clone": "cloned", "move": "moved", "add_tag": "tagged", "remove_tag": "untagged"}
@@ -192,70 +175,6 @@ async def export(request: AnyRequest) -> Stream | Redirect:
 
 
 # ---------------------------------------------------------------------------------------------- import
-
-
-def _imports_root(request: AnyRequest) -> Path:
-    return Path(config_of(request).data_dir) / "imports"
-
-
-def _safe_part(value: str) -> str:
-    """An id as one path component (ids are cuids; anything else is hashed)."""
-    return value if value and not set(value) - _TOKEN_CHARS else hashlib.sha256(value.encode()).hexdigest()
-
-
-def _user_dir(request: AnyRequest) -> Path:
-    user = user_of(request)
-    return _imports_root(request) / _safe_part(user.tenant_id) / _safe_part(user.id)
-
-
-def _drop(meta: Path) -> None:
-    meta.unlink(missing_ok=True)
-    meta.with_suffix(".bin").unlink(missing_ok=True)
-
-
-def _previews(directory: Path) -> list[tuple[float, Path]]:
-    """(modified, meta file) of the previews under ``directory``, oldest first."""
-    found = []
-    for meta in directory.rglob("*.json"):
-        try:
-            found.append((meta.stat().st_mtime, meta))
-        except OSError:
-            continue
-    return sorted(found)
-
-
-def _keep_previews(root: Path, tenant_dir: Path, user_dir: Path) -> None:
-    """Drops expired previews (the tenant's now, everyone's every SWEEP_EVERY_SECONDS) and the oldest
-    ones past the user's and the tenant's caps; a file without its pair is dropped with them."""
-    now = time.time()
-    cutoff = now - IMPORT_TTL_SECONDS
-    if now - _last_sweep[0] > SWEEP_EVERY_SECONDS:
-        _last_sweep[0] = now
-        for file in root.rglob("*"):
-            with contextlib.suppress(OSError):
-                if file.is_file() and file.stat().st_mtime < cutoff:
-                    file.unlink()
-    for directory, cap in ((user_dir, MAX_PREVIEWS_PER_USER), (tenant_dir, MAX_PREVIEWS_PER_TENANT)):
-        previews = _previews(directory)
-        live = [meta for modified, meta in previews if modified >= cutoff]
-        for _, meta in previews[: len(previews) - len(live)]:
-            _drop(meta)
-        for meta in live[: max(0, len(live) - cap)]:
-            _drop(meta)
-    for data in tenant_dir.rglob("*.bin"):
-        if not data.with_suffix(".json").exists():
-            with contextlib.suppress(OSError):
-                if data.stat().st_mtime < now - 60:  # not one being written right now
-                    data.unlink()
-
-
-def _store_preview(root: Path, tenant_dir: Path, user_dir: Path, data: bytes, meta: dict[str, str]) -> str:
-    user_dir.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(24)
-    (user_dir / f"{token}.bin").write_bytes(data)
-    (user_dir / f"{token}.json").write_text(json.dumps(meta))
-    _keep_previews(root, tenant_dir, user_dir)
-    return token
 
 
 async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[str, str],
@@ -286,9 +205,8 @@ async def import_preview(request: AnyRequest) -> Template:
                                             dry_run=True)
     except DomainError as exc:
         return await _import_form(request, form, {exc.field or "file": exc.detail}, 400)
-    user_dir = _user_dir(request)
-    token = await asyncio.to_thread(_store_preview, _imports_root(request), user_dir.parent, user_dir, data,
-                                    {"tenant": tenant, **form, "name": upload.filename})
+    # kept in the database, not on this replica's disk: any replica can confirm it
+    token = await import_previews.keep(db, tenant, user_of(request).id, data, {**form, "name": upload.filename})
     project = await project_service.get_project(db, tenant, form["project_id"])
     return render(request, "cases/import_preview.html", active_nav="cases", result=result, token=token,
                   project=project, file_name=upload.filename, fmt=form["format"])
@@ -299,33 +217,20 @@ async def import_confirm(request: AnyRequest) -> Redirect:
     db, tenant = db_of(request), tenant_of(request)
     form, _ = await form_of(request)
     token = form.get("token", "")
-    directory = _user_dir(request)  # only the user who previewed a file can import it
-    meta_path, data_path = directory / f"{token}.json", directory / f"{token}.bin"
-    claimed = directory / f"{token}.claimed"
 
     def expired() -> Redirect:
         return done(request, "/cases/import", "That preview has expired; upload the file again.", "error")
 
-    if not token or set(token) - _TOKEN_CHARS:
+    # only the user who previewed a file can import it, once
+    user_id = user_of(request).id
+    taken = await import_previews.take(db, tenant, user_id, token) if import_previews.is_token(token) else None
+    if taken is None:
         return expired()
+    meta, data = taken
     try:
-        fresh = meta_path.stat().st_mtime >= time.time() - IMPORT_TTL_SECONDS
-        meta_path.rename(claimed)  # single use: of two confirmations at once, one finds nothing
-    except OSError:
-        return expired()
-    try:
-        meta = json.loads(claimed.read_text())
-        if not fresh or meta.get("tenant") != tenant:
-            return expired()
-        data = await asyncio.to_thread(data_path.read_bytes)
         result = await case_io.import_cases(db, tenant, meta["project_id"], data, meta["format"])
-    except (OSError, ValueError):
-        return expired()
     except DomainError as exc:
         return done(request, "/cases/import", f"Nothing was imported: {exc.detail}", "error")
-    finally:
-        claimed.unlink(missing_ok=True)
-        data_path.unlink(missing_ok=True)
     return done(request, f"/cases?project_id={meta['project_id']}",
                 f"Imported {meta['name']}: {result.created} created, {result.updated} updated, "
                 f"{result.unchanged} unchanged, {result.rejected} rejected.",

@@ -25,7 +25,7 @@ from tms.attachments import service as attachment_service
 from tms.errors import StoreUnavailable
 from tms.operations import store as operations_store
 from tms.operations.metrics import OUTBOX_BACKLOG, refresh_attachment_usage
-from tms.state import Connection, config_of, db_of
+from tms.state import Connection, app_state, config_of, db_of
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
         return Response({"status": "unavailable", "detail": f"migrations not applied: {', '.join(missing)}"},
                         status_code=503)
     try:  # attachments.store: the folder is writable, or the bucket answers a listing
-        await attachment_service.check_store(config_of(request))
+        await attachment_service.check_store(app_state(request).attachment_store)
     except StoreUnavailable:
         return Response({"status": "unavailable", "detail": "attachment store unreachable"}, status_code=503)
     return Response({"status": "ok"}, status_code=200)

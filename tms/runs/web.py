@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from litestar import Router, get, post
-from litestar.response import File, Redirect, Template
+from litestar.response import Redirect, Response, Template
 
 from tms.attachments import service as attachment_service
 from tms.attachments.api import attachment_file
@@ -292,14 +292,18 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
 
 
 @get("/web/attachments/{attachment_id:str}")
-async def download_attachment(request: AnyRequest, attachment_id: str) -> File:
-    """The API's download for a signed-in user: same checks, same defensive headers."""
+async def download_attachment(request: AnyRequest, attachment_id: str) -> Response[Any]:
+    """The API's download for a signed-in user: same checks, same defensive headers, and the same
+    302 to a short-lived presigned URL when ``attachments.s3_presigned_seconds`` is set."""
     state = app_state(request)
     try:
-        stored = await attachment_service.open_attachment(state.db, tenant_of(request), attachment_id,
-                                                          state.config.attachments_dir)
+        stored = await attachment_service.open_attachment(
+            state.db, tenant_of(request), attachment_id, state.attachment_store,
+            redirect_seconds=int(state.config.get("attachments.s3_presigned_seconds")))
     except NotFound as exc:
         raise not_found("attachment") from exc
+    if stored.redirect:
+        return Redirect(stored.redirect, status_code=302, headers={"Cache-Control": "private, no-store"})
     return attachment_file(stored)
 
 

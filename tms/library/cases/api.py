@@ -9,7 +9,7 @@ from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
-from tms.state import db_of
+from tms.state import app_state, db_of
 
 
 @get(
@@ -80,7 +80,8 @@ async def update_case(
 
 @delete("/cases/{case_id:str}", **requires("write"), summary="Delete a test case (its results stay)")
 async def delete_case(request: ApiRequest, case_id: str) -> None:
-    await case_service.delete_case(db_of(request), request.user.tenant_id, case_id)
+    await case_service.delete_case(db_of(request), request.user.tenant_id, case_id,
+                                   app_state(request).attachment_store)
 
 
 @get("/cases/{case_id:str}/versions", **requires("read"), summary="A test case's versions, newest first")

@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 
+from tms.attachments import service as attachment_service
+from tms.attachments.objects import AttachmentStore
 from tms.db import Database
 from tms.errors import InvalidInput
 from tms.ids import now_iso
@@ -32,8 +34,11 @@ _fields = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
 
-async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value: str = "") -> int:
-    """Runs ``action`` on the cases ``ids`` (ids of other tenants are ignored); returns how many changed."""
+async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value: str = "",
+                store: AttachmentStore | None = None) -> int:
+    """Runs ``action`` on the cases ``ids`` (ids of other tenants are ignored); returns how many changed.
+    ``store``: deleted cases' own attachments leave it once the deletion commits (without it, the
+    hourly orphan sweep collects them)."""
     if action not in ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}", field="action")
     if not ids:
@@ -85,6 +90,8 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
                                {"selected": len(ids), "created": len(created)})
             return len(created)
         else:  # delete
+            if store is not None:
+                await attachment_service.forget_case_attachments(tx, db, store, tenant_id, ids)
             count = await case_store.delete_many(tx, tenant_id, ids)
             await audit.record(tx, tenant_id, "case.bulk_deleted", "case", None,
                                {"selected": len(ids), "deleted": count})

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from tms.attachments import service as attachment_service
+from tms.attachments.objects import AttachmentStore
 from tms.db import Database, Row, Transaction
 from tms.errors import Conflict, InvalidInput, NotFound
 from tms.failures.retest.service import set_needs_retest
@@ -517,12 +519,14 @@ async def get_version(db: Database, tenant_id: str, case_id: str, version: int) 
     return None if row is None else version_from_row(row)
 
 
-async def delete_case(db: Database, tenant_id: str, id_or_code: str) -> None:
-    """Removes the case from the library; its past results stay in their runs with code and status."""
+async def delete_case(db: Database, tenant_id: str, id_or_code: str, store: AttachmentStore) -> None:
+    """Removes the case from the library; its past results stay in their runs with code and status.
+    Its own attachments go with it (their objects once the deletion commits)."""
     async with db.transaction() as tx:
         row = await find_case_row(tx, tenant_id, id_or_code)
         if row is None:
             raise NotFound(f"test case {id_or_code} not found")
+        await attachment_service.forget_case_attachments(tx, db, store, tenant_id, [row["id"]])
         await case_store.delete_case(tx, tenant_id, row["id"])
         await audit.record(tx, tenant_id, "case.deleted", "case", row["id"],
                            {"code": row["code"], "title": row["title"]})

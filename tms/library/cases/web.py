@@ -14,6 +14,7 @@ from litestar import Router, get, post
 from litestar.response import Redirect, Template
 from markupsafe import Markup, escape
 
+from tms.attachments import service as attachment_service
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
@@ -364,7 +365,9 @@ async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0)
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
     # shown with its shared steps expanded, their lines marked
     text = await shared_service.expanded_case_text(db, tenant, case.project_id, case.bdd_content) or ""
+    attachments = await attachment_service.case_attachments(db, tenant, case.id)
     return render(request, "cases/detail.html", active_nav="cases", case=case, project=project, field_values=shown,
+                  attachments=attachments,
                   lines=highlight(text), shared_lines=shared_line_numbers(text), history=history, retest=retest,
                   versions=versions, pickable=pickable, section_path=section_path, changes=changes, **CHOICES,
                   **await thread_context(request, "case", case.id, comments_offset))

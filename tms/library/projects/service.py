@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from tms.attachments import service as attachment_service
+from tms.attachments.objects import AttachmentStore
 from tms.db import Database, Row
 from tms.errors import InvalidInput, NotFound
 from tms.ids import new_id, now_iso
@@ -137,7 +137,8 @@ async def update_project(db: Database, tenant_id: str, project_id: str, body: Pr
     return new
 
 
-async def delete_project(db: Database, tenant_id: str, project_id: str, attachments_dir: Path) -> dict[str, int]:
+async def delete_project(db: Database, tenant_id: str, project_id: str,
+                         store: AttachmentStore) -> dict[str, int]:
     """Web-interface only (after the user types the project's name): the project and everything it
     holds, in one transaction; its attachments' objects leave the store once that transaction commits."""
     async with db.transaction() as tx:
@@ -150,5 +151,5 @@ async def delete_project(db: Database, tenant_id: str, project_id: str, attachme
         counts = {"cases": gone["cases"], "runs": gone["runs"], "attachments": len(object_keys)}
         await audit.record(tx, tenant_id, "project.deleted", "project", project_id, {"name": row["name"], **counts})
         # objects another attachment (of another project) still names stay; the sweep catches a miss
-        attachment_service.forget_after_commit(tx, db, attachments_dir, object_keys)
+        attachment_service.forget_after_commit(tx, db, store, object_keys)
     return counts

@@ -105,7 +105,13 @@ async def delete_attachments_of(tx: Transaction, tenant_id: str, project_id: str
         "WHERE t.tenant_id = ? AND t.project_id = ?) RETURNING storage_name, object_key",
         (tenant_id, *params, *params),
     )
-    return [row["object_key"] or row["storage_name"] for row in attachments]
+    # the project's cases' own attachments go with the cases (foreign key); their objects with these
+    cases = await tx.fetch_all(
+        "SELECT DISTINCT object_key FROM case_attachments WHERE tenant_id = ? AND case_id IN ("
+        "SELECT id FROM test_cases WHERE tenant_id = ? AND project_id = ?)",
+        (tenant_id, *params),
+    )
+    return [row["object_key"] or row["storage_name"] for row in attachments] + [r["object_key"] for r in cases]
 
 
 async def delete_project(tx: Transaction, tenant_id: str, project_id: str) -> dict[str, int]:

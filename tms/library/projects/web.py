@@ -14,7 +14,7 @@ from tms.library.fields import service as field_service
 from tms.library.fields.models import FIELD_TYPES
 from tms.library.projects import service as project_service
 from tms.library.projects.models import ProjectCreate, ProjectUpdate
-from tms.state import config_of, db_of
+from tms.state import app_state, config_of, db_of
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -151,7 +151,7 @@ async def delete_project(request: AnyRequest, project_id: str) -> Template | Red
         errors = {"confirm_name": f"Type the project's name, “{project.name}”, exactly to delete it."}
         return await _edit_page(request, project, {**_edit_form(project), **form}, errors, status_code=400)
     counts = await project_service.delete_project(db_of(request), tenant_of(request), project.id,
-                                                  config_of(request).attachments_dir)
+                                                  app_state(request).attachment_store)
     return done(request, "/projects", f"Project “{project.name}” deleted with {counts['cases']} cases, "
                                       f"{counts['runs']} runs and {counts['attachments']} attachments.")
 

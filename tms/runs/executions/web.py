@@ -55,6 +55,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     case = await case_store.get_case(db, tenant, row["test_case_id"])
     fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
+    case_files = await attachment_service.case_attachments(db, tenant, case["id"]) if case else []
     position, total = await execution_store.neighbours(db, tenant, row["run_id"], result_id)
     members = await team.list_users(db, tenant)
     steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
@@ -63,6 +64,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     page = await load_checklist_page(await executions.checklist_text(db, tenant, case), steps_page)
     return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
             "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
+            "case_attachments": case_files,
             "position": position, "run_total": total,
             "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
             "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
@@ -228,7 +230,7 @@ async def upload_attachment(request: Request[Any, Any, Any], result_id: str) -> 
     created = await attachment_service.upload(
         state.db, web_user(request).tenant_id, result_id,
         content_type=request.headers.get("content-type", ""), content_length=request.content_length,
-        body=request.stream(), directory=state.config.attachments_dir,
+        body=request.stream(), store=state.attachment_store,
         max_bytes=int(state.config.get("attachments.max_bytes")))
     return AttachmentList(data=msgspec.convert(created, list[Attachment]))
 

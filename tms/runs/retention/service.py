@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from tms.attachments.objects import AttachmentStore
 from tms.attachments.service import delete_attachments_in
 from tms.background import run_periodically
 from tms.config import Config
@@ -49,7 +50,7 @@ async def sweep_tenant(db: Database, tenant_id: str, days: int) -> int:
             return deleted
 
 
-async def sweep_all(db: Database, config: Config) -> int:
+async def sweep_all(db: Database, config: Config, store: AttachmentStore) -> int:
     """The daily job: every tenant's unlinked results, plus expired Idempotency-Keys."""
     days = config.get("retention.unlinked_days")
     total = 0
@@ -60,12 +61,12 @@ async def sweep_all(db: Database, config: Config) -> int:
     log.info("retention sweep removed %d unlinked results", total)
     runs_days = config.get("retention.runs_days")
     if runs_days > 0:
-        removed = await sweep_old_runs(db, config, runs_days)
+        removed = await sweep_old_runs(db, store, runs_days)
         log.info("retention sweep removed %d runs older than %d days", removed, runs_days)
     return total
 
 
-async def sweep_old_runs(db: Database, config: Config, days: int) -> int:
+async def sweep_old_runs(db: Database, store: AttachmentStore, days: int) -> int:
     """Removes every run created more than ``days`` ago with its results and attachment files.
 
     A run's results go a chunk per transaction (attachment rows with them, files once each chunk has
@@ -76,27 +77,29 @@ async def sweep_old_runs(db: Database, config: Config, days: int) -> int:
     while True:
         runs = await run_retention_store.runs_created_before(db, before, RUNS_PER_PASS)
         for run in runs:
-            await _remove_run(db, config, run["tenant_id"], run["id"])
+            await _remove_run(db, store, run["tenant_id"], run["id"])
         removed += len(runs)
         if len(runs) < RUNS_PER_PASS:
             return removed
 
 
-async def _remove_run(db: Database, config: Config, tenant_id: str, run_id: str) -> None:
+async def _remove_run(db: Database, store: AttachmentStore, tenant_id: str, run_id: str) -> None:
     while True:
         async with db.transaction() as tx:
             result_ids = await run_retention_store.result_ids_chunk(tx, run_id, RUN_RESULTS_BATCH)
             if not result_ids:
                 await run_retention_store.delete_run(tx, tenant_id, run_id)
                 return
-            await delete_attachments_in(tx, db, tenant_id, result_ids, config.attachments_dir)
+            await delete_attachments_in(tx, db, tenant_id, result_ids, store)
             await writes.delete_of_run(tx, run_id, result_ids)
 
 
-async def sweep_daily(db: Database, config: Config, first_delay: float = 300, period: float = 24 * 3600) -> None:
+async def sweep_daily(db: Database, config: Config, store: AttachmentStore, first_delay: float = 300,
+                      period: float = 24 * 3600) -> None:
     """The server's own sweep: a first pass a few minutes after start, then once a day.
 
     Starting with a pass matters: a server restarted by more frequent deploys than daily would
     otherwise never reach its first sweep. A failing pass is logged and the loop goes on.
     """
-    await run_periodically(lambda: sweep_all(db, config), period, "retention sweep", first_delay=first_delay, db=db)
+    await run_periodically(lambda: sweep_all(db, config, store), period, "retention sweep",
+                           first_delay=first_delay, db=db)

@@ -2,8 +2,12 @@
 account's password, trackers' API tokens) are encrypted at rest with a key the database does not hold.
 
 The master key is ``[auth] secret_key`` when set (the same value on every replica), otherwise 32 random
-bytes generated once into ``<data_dir>/secret.key`` (mode 0600; replicas that share ``data_dir`` share
-it). Each purpose gets its own Fernet key (AES-128-CBC + HMAC-SHA256) derived from the master key with
+bytes generated once into ``<data_dir>/secret.key`` (mode 0600) — on SQLite only. With PostgreSQL
+(``storage.database_url``) the setting is required and ``tms serve`` refuses to start without it
+(``replica_problem``): replicas share no disk, so each would otherwise generate a key of its own and
+fail to decrypt the seeds another one stored. The key is deliberately not kept in the database: a
+stolen dump, or a backup of the database alone, would then carry the key with the ciphertext.
+Each purpose gets its own Fernet key (AES-128-CBC + HMAC-SHA256) derived from the master key with
 HKDF-SHA256, so one purpose's key never decrypts another's data. A stolen database dump, or a backup of
 the database alone, reveals no seed; a backup that is to restore two-factor must include the key file
 (kept apart from the database backup). Without it, every enrolled member needs an admin's two-factor
@@ -28,6 +32,15 @@ KEY_FILE = "secret.key"
 
 class SecretUnreadable(Exception):
     """A stored secret that this instance's key cannot decrypt (the key changed or the row was altered)."""
+
+
+def replica_problem(config: Config) -> str | None:
+    """Why ``tms serve`` must not start: PostgreSQL without ``auth.secret_key`` (one line naming it)."""
+    if config.database_url and not str(config.get("auth.secret_key")):
+        return ("auth.secret_key: required with storage.database_url (PostgreSQL), the same value on every "
+                "replica, e.g. from `openssl rand -base64 32` (a server that ran before: the contents of "
+                f"{key_path(config)}); replicas share no disk, and TOTP seeds must decrypt on each")
+    return None
 
 
 def key_path(config: Config) -> Path:

@@ -125,8 +125,11 @@ Epoch = tuple[int, int, int]
 
 def _auth_epoch(db: Database) -> Epoch:
     """Changes when any process revokes access: the data dir's file (`tms admin` on the same SQLite
-    file) or the database's signal (another replica on PostgreSQL)."""
+    file) or the database's signal (another replica, or `tms admin`, on PostgreSQL: there every
+    process hears it, so no file is read or written and a replica's data dir may be empty)."""
     signalled = db.epoch(AUTH_SIGNAL)
+    if db.dialect == "postgres":
+        return (0, 0, signalled)
     try:
         stat = os.stat(db.data_dir / AUTH_EPOCH_FILE)
     except FileNotFoundError:
@@ -136,6 +139,9 @@ def _auth_epoch(db: Database) -> Epoch:
 
 def bump_auth_epoch(db: Database) -> None:
     """Tells every process serving this data dir that some token or tenant lost its access."""
+    if db.dialect == "postgres":  # the transaction's signal told every process already
+        verified_tokens.clear()
+        return
     target = db.data_dir / AUTH_EPOCH_FILE
     scratch = target.with_suffix(f".{os.getpid()}.tmp")
     scratch.write_text(str(time.time_ns()))

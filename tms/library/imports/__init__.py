@@ -1,0 +1,1 @@
+"""Import previews: the uploaded file waits in the database between preview and confirmation."""
