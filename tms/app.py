@@ -46,6 +46,8 @@ from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
+from tms.library.cases.review import api as review_api
+from tms.library.cases.review import web as review_web
 from tms.library.fields import api as fields_api
 from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
@@ -154,6 +156,7 @@ def _api_router() -> Router:
             fields_api.update_field,
             fields_api.delete_field,
             cases_api.list_versions,
+            *review_api.ROUTES,
             case_io_api.export_cases,
             case_io_api.import_cases,
             projects_api.get_project,
@@ -198,6 +201,7 @@ def _web_routers() -> list[Any]:
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),
+        review_web.router(),
         web_runs.router(),
         web_execution.router(),
         web_execution.upload_router(),

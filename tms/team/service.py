@@ -420,3 +420,8 @@ async def send_mail(config: Config, to: str, subject: str, body: str) -> bool:
         log.warning("could not mail %s through %s: %s", to, host, exc)
         return False
     return True
+
+
+async def get_member(db: Database | Transaction, tenant_id: str, user_id: str) -> Row | None:
+    """One user of the tenant (another tenant's id: None), with role and active flag."""
+    return await user_store.get_member(db, tenant_id, user_id)
