@@ -125,6 +125,7 @@ def _api_router() -> Router:
             runs_api.update_run,
             runs_api.add_cases,
             runs_api.remove_cases,
+            runs_api.rerun,
             results_api.list_results,
             results_api.post_results,
             executions_api.get_result,

@@ -351,6 +351,12 @@ async def add_placeholders(tx: Transaction, tenant_id: str, run_id: str, rows: l
     return added
 
 
+async def assign_cases(tx: Transaction, tenant_id: str, run_id: str, by_assignee: dict[str, list[str]],
+                       now: str) -> None:
+    """A rerun's placeholders get the assignees the results they repeat had ({assignee id: case ids})."""
+    await result_store.assign_cases(tx, tenant_id, run_id, by_assignee, now)
+
+
 async def remove_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str], now: str) -> int:
     """Removes the run's results of these cases, whatever their status; the counts follow."""
     deleted = await result_store.delete_for_cases(tx, tenant_id, run_id, case_ids)
