@@ -145,8 +145,8 @@ def test_rerun_and_edit_on_the_web(tenant: Tenant) -> None:
                                                      "milestone_id": w["milestone"]}, headers=HTML)
     assert back.status_code == 303
     assert ok(tenant.api.get(f"/api/v1/runs/{run['id']}"))["data"]["milestone_id"] == w["milestone"]
-    wrong = web.post(f"/runs/{run['id']}/edit", data={"name": "Nightly 2", "milestone_id": "cnosuch0000000000000000000"},
-                     headers=HTML)
+    wrong = web.post(f"/runs/{run['id']}/edit",
+                     data={"name": "Nightly 2", "milestone_id": "cnosuch0000000000000000000"}, headers=HTML)
     assert wrong.status_code == 400 and 'id="f-milestone_id-error"' in wrong.text
 
     # the milestone page no longer sends people to the API
