@@ -3,7 +3,8 @@
 For every operation schemathesis generates requests from the document (a bounded number of examples)
 and checks that the server never answers 5xx, answers only statuses and content types the document
 declares, answers in the declared response schema, and accepts every request the document says is
-valid. /api/v1 is called with a read+write token, /api/webhooks with a signed-in session.
+valid. /api/v1 is called with a read+write token, /api/webhooks and /api/v1/notifications with a
+signed-in session.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ SEMANTIC_REFUSALS = {
     "fingerprint": "give a fingerprint or a pattern",
     "test_case_code": "name the test by exactly one of test_case_code or title",
     "expires_at": "must be in the future",  # relative to the moment of the request
+    # a comment's Markdown (issue 26): blank, a non-web link, scripts, or an @mention of no team member
+    "body": "body: ",
 }
 
 
@@ -111,7 +114,7 @@ def test_every_operation_answers_as_documented(server: ServerProcess, caller: di
         @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
         def call(case: Any) -> None:
-            if case.path.startswith("/api/v1/"):
+            if case.path.startswith("/api/v1/") and not case.path.startswith("/api/v1/notifications"):
                 case.call_and_validate(headers=caller["api"], checks=CHECKS)
             else:
                 case.call_and_validate(headers=caller["session"], cookies=caller["cookies"], checks=CHECKS)

@@ -247,6 +247,14 @@ def test_web_review_flow(tenant: Tenant) -> None:
     assert f"{code} approved: it is READY." in flashes(approved.text)
     assert tenant.api.get(f"/api/v1/cases/{code}").json()["data"]["status"] == "READY"
 
+    # the inbox: the reviewer was asked, the author told of both results (nobody of their own acts)
+    reviewer_inbox = as_reviewer.get("/api/v1/notifications").json()["data"]
+    assert [(n["kind"], n["link"], n["actor_id"]) for n in reviewer_inbox] == [
+        ("review_request", f"/cases/{code}#review", author.id)]
+    author_inbox = as_author.get("/api/v1/notifications").json()["data"]
+    assert sorted((n["kind"], n["title"].split(":")[0], n["actor_id"]) for n in author_inbox) == [
+        ("review_result", "Approved", reviewer.id), ("review_result", "Changes requested", reviewer.id)]
+
     # a viewer may not act (403), even with a valid CSRF token
     as_viewer = web_as(tenant, viewer.email, viewer.password)
     assert as_viewer.post(f"/cases/{code}/review", data={"reviewer_id": reviewer.id}).status_code == 403

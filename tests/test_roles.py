@@ -110,6 +110,14 @@ UNSAFE_ROUTES = [
     ("POST", "/custom-fields/{id}/move", "admin"),
     ("POST", "/custom-fields/{id}/retire", "admin"),
     ("POST", "/custom-fields/{id}/restore", "admin"),
+    # comments and the inbox (issue 26): viewers read comments but write none; everyone has an inbox
+    ("POST", "/cases/{id}/comments", "tester"),
+    ("POST", "/results/{id}/comments", "tester"),
+    ("POST", "/comments/{id}/edit", "tester"),
+    ("POST", "/comments/{id}/delete", "tester"),
+    ("POST", "/notifications/read-all", "viewer"),
+    ("POST", "/notifications/{id}/read", "viewer"),
+    ("POST", "/account/notifications", "viewer"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries",

@@ -43,6 +43,8 @@ class Owned:
     milestone: str = ""
     plan: str = ""
     custom_field: str = ""
+    comment: str = ""
+    notification: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -101,6 +103,9 @@ def _owned_resources(victim: Tenant) -> Owned:
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
         "project_id": project, "test_case_code": case["code"], "reason": "secret"}).json()["data"]["id"]
+    owned.comment = api.post(f"/api/v1/cases/{case['id']}/comments", json={
+        "body": f"Secret, @{victim.email}"}).json()["data"]["id"]
+    owned.notification = web.get("/api/v1/notifications").json()["data"][0]["id"]
     return owned
 
 
@@ -160,6 +165,15 @@ API_ROUTES = [
     ("POST", "/api/v1/cases/{case_code}/review/approve", None),
     ("POST", "/api/v1/cases/{case_id}/review/reject", {"comment": "stolen"}),
     ("POST", "/api/v1/runs/{run}/rerun", {"statuses": ["FAILED"]}),
+    ("GET", "/api/v1/cases/{case_id}/comments", None),
+    ("GET", "/api/v1/cases/{case_code}/comments", None),
+    ("POST", "/api/v1/cases/{case_id}/comments", {"body": "stolen"}),
+    ("GET", "/api/v1/results/{result}/comments", None),
+    ("GET", "/api/v1/results/{unlinked_result}/comments", None),
+    ("POST", "/api/v1/results/{result}/comments", {"body": "stolen"}),
+    ("POST", "/api/v1/results/{unlinked_result}/comments", {"body": "stolen"}),
+    ("PATCH", "/api/v1/comments/{comment}", {"body": "stolen"}),
+    ("DELETE", "/api/v1/comments/{comment}", None),
 ]
 SESSION_API_ROUTES = [
     ("PATCH", "/api/webhooks/{subscription}", {"active": False}),
@@ -169,6 +183,7 @@ SESSION_API_ROUTES = [
     ("POST", "/api/webhooks/{subscription}/ping", None),
     ("POST", "/api/results/{result}/attachments", "file"),
     ("POST", "/api/results/{unlinked_result}/attachments", "file"),
+    ("PATCH", "/api/v1/notifications/{notification}", {"read": True}),
 ]
 WEB_ROUTES = [
     ("GET", "/runs/{run}/report", None),
@@ -246,6 +261,13 @@ WEB_ROUTES = [
     ("POST", "/settings/team/{member}/reset", {}),
     ("POST", "/settings/two-factor/{member}/reset", {}),
     ("POST", "/settings/team/invitations/{invitation}/revoke", {}),
+    ("POST", "/cases/{case_code}/comments", {"body": "stolen"}),
+    ("POST", "/results/{result}/comments", {"body": "stolen"}),
+    ("POST", "/results/{unlinked_result}/comments", {"body": "stolen"}),
+    ("GET", "/comments/{comment}/edit", None),
+    ("POST", "/comments/{comment}/edit", {"body": "stolen"}),
+    ("POST", "/comments/{comment}/delete", {}),
+    ("POST", "/notifications/{notification}/read", {}),
 ]
 # Routes with a path parameter that are not tenant resources, with the reason.
 NOT_TENANT_SCOPED = {
@@ -314,6 +336,9 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
     assert case["review"]["state"] == "NONE"
     assert victim.api.get(f"/api/v1/milestones/{owned.milestone}").json()["data"]["status"] == "OPEN"
     assert victim.api.get(f"/api/v1/plans/{owned.plan}").json()["data"]["name"] == "Secret plan"
+    comments = victim.api.get(f"/api/v1/cases/{owned.case_id}/comments").json()["data"]
+    assert [c["body"] for c in comments] == [f"Secret, @{victim.email}"]
+    assert victim.web().get("/api/v1/notifications").json()["unread"] == 1
     for path in ("/api/v1/milestones", "/api/v1/plans"):
         assert attacker.api.get(path).json()["data"] == [], path
     assert attacker.api.get("/api/v1/runs", params={"plan_id": owned.plan}).json()["data"] == []

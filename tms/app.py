@@ -48,6 +48,8 @@ from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
 from tms.library.cases.review import api as review_api
 from tms.library.cases.review import web as review_web
+from tms.library.comments import api as comments_api
+from tms.library.comments import web as comments_web
 from tms.library.fields import api as fields_api
 from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
@@ -58,6 +60,9 @@ from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
 from tms.notifications.dispatcher import Dispatcher
 from tms.notifications.gauge import RequestGauge
+from tms.notifications.inbox import api as inbox_api
+from tms.notifications.inbox import service as inbox_service
+from tms.notifications.inbox import web as inbox_web
 from tms.operations import api as operations_api
 from tms.operations.reference import ApiReferencePlugin
 from tms.planning.dashboard import web as web_home
@@ -175,6 +180,7 @@ def _api_router() -> Router:
             *reports_api.HANDLERS,
             *integrations_api.HANDLERS,
             *traceability_api.HANDLERS,
+            *comments_api.HANDLERS,
         ],
         middleware=[DefineMiddleware(BearerAuthMiddleware)],
         guards=[scope_guard],
@@ -214,6 +220,9 @@ def _web_routers() -> list[Any]:
         web_audit.router(),
         web_webhooks.router(),
         webhooks_api.router(),
+        inbox_api.router(),
+        inbox_web.router(),
+        comments_web.router(),
         web_integrations.settings_router(),
         web_integrations.cases_router(),
         web_integrations.inbound_router(),
@@ -295,6 +304,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             await dispatcher.stop()
             await flaky_watcher.idle()
             await attachment_service.settle_pending()
+            await inbox_service.settle_mail()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -323,7 +333,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         httponly=True,
         samesite="lax",
         secure=config.production,
-        exclude=["/api/v1", "/scim/", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
+        exclude=["/api/v1(?!/notifications)", "/scim/", "/static", "/schema", *operations_api.OPERATIONS_PATHS],
         renew_on_access=False,
     )
     template_config = TemplateConfig(directory=PACKAGE_DIR / "templates", engine=JinjaTemplateEngine,

@@ -30,6 +30,13 @@ class NotFound(DomainError):
     title = "Not Found"
 
 
+class Forbidden(DomainError):
+    """The caller may see the thing but not do this to it (a comment of someone else: issue 26)."""
+
+    status_code = 403
+    title = "Forbidden"
+
+
 class Conflict(DomainError):
     status_code = 409
     title = "Conflict"

@@ -37,7 +37,7 @@ from tms.runs import service as run_service
 from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
 from tms.runs.results import store as result_store
-from tms.state import app_state, db_of
+from tms.state import app_state, config_of, db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
@@ -353,7 +353,8 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
                                                                   [r["test_case_id"] for r in rows])
             return done(request, back, f"{removed} result{'s' if removed != 1 else ''} removed from the run.")
         assignee = single.get("assignee_id") or None
-        count = await executions.assign_results(db, tenant, run.id, result_ids, assignee)
+        count = await executions.assign_results(db, tenant, run.id, result_ids, assignee,
+                                                config=config_of(request))
     except DomainError as exc:
         return done(request, back, exc.detail, "error")
     who = "nobody" if assignee is None else "the chosen tester"

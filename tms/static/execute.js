@@ -97,6 +97,7 @@
   const typing = (el) => el && (el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
     (el.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(el.type)));
   document.addEventListener("keydown", (event) => {
+    if (event.target.closest && event.target.closest(".comment-form")) return;  // a comment's own keys
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(true); return; }
     if ((event.ctrlKey || event.metaKey) && (event.key === "s" || event.key === "S")) { event.preventDefault(); submit(false); return; }
     if (event.key === "Escape") {

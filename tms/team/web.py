@@ -15,6 +15,7 @@ from litestar.response import Redirect, Template
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.ids import now_iso
+from tms.notifications.inbox import service as inbox
 from tms.state import config_of, db_of
 from tms.team import service as team
 from tms.team import store as user_store
@@ -214,7 +215,8 @@ async def _account_page(request: AnyRequest, *, form: dict[str, Any] | None = No
                         errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     user = user_of(request)
     return render(request, "team/account.html", status_code=status_code, active_nav="account",
-                  form=form or {"name": user.name}, errors=errors or {})
+                  form=form or {"name": user.name}, errors=errors or {},
+                  notify_mail=await inbox.mail_switch(db_of(request), user.id))
 
 
 @get("/account")

@@ -21,6 +21,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
 from tms.library.cases.review import service as review_service
+from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.gherkin.html import error_lines, highlight
 from tms.library.projects import service as project_service
@@ -336,12 +337,13 @@ async def _case_or_404(request: AnyRequest, case_id: str) -> Any:
 
 
 @get("/{case_id:str}")
-async def case_page(request: AnyRequest, case_id: str) -> Template:
-    return await render_case_page(request, case_id)
+async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0) -> Template:
+    return await render_case_page(request, case_id, comments_offset=comments_offset)
 
 
 async def render_case_page(request: AnyRequest, case_id: str, *, review_form: dict[str, str] | None = None,
-                           review_errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+                           review_errors: dict[str, str] | None = None, status_code: int = 200,
+                           comments_offset: int = 0) -> Template:
     """The case page; the review forms (tms.library.cases.review.web) re-render it with their input and errors."""
     db, tenant = db_of(request), tenant_of(request)
     case = await _case_or_404(request, case_id)
@@ -368,7 +370,8 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
                   pickable=pickable, section_path=section_path, changes=changes, people=people,
                   reviewers=await review_service.reviewers(db, tenant), review_form=review_form or {},
-                  review_errors=review_errors or {}, **CHOICES)
+                  review_errors=review_errors or {}, **CHOICES,
+                  **await thread_context(request, "case", case.id, comments_offset))
 
 
 @get("/{case_id:str}/edit")

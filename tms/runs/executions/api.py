@@ -8,7 +8,7 @@ from litestar.params import JSONBody
 from tms.http.api_auth import ApiRequest, requires
 from tms.runs.executions import service as executions
 from tms.runs.executions.models import AssignAnswer, AssignBody, AssignEnvelope, ResultEnvelope, ResultPatch
-from tms.state import db_of
+from tms.state import config_of, db_of
 
 
 @get("/results/{result_id:str}", **requires("read"), summary="Get one result (linked or unlinked)")
@@ -22,7 +22,8 @@ async def get_result(request: ApiRequest, result_id: str) -> ResultEnvelope:
 async def update_result(
     request: ApiRequest, result_id: str, data: JSONBody[ResultPatch]
 ) -> ResultEnvelope:
-    saved = await executions.update_result(db_of(request), request.user.tenant_id, result_id, data)
+    saved = await executions.update_result(db_of(request), request.user.tenant_id, result_id, data,
+                                           config=config_of(request))
     return ResultEnvelope(data=saved.result)
 
 
@@ -32,5 +33,5 @@ async def assign_results(
     request: ApiRequest, run_id: str, data: JSONBody[AssignBody]
 ) -> AssignEnvelope:
     count = await executions.assign_results(db_of(request), request.user.tenant_id, run_id,
-                                            data.result_ids, data.assignee_id)
+                                            data.result_ids, data.assignee_id, config=config_of(request))
     return AssignEnvelope(data=AssignAnswer(assigned=count))

@@ -14,12 +14,14 @@ from typing import Any
 import msgspec
 
 from tms.attachments.service import attachments_by_result
+from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.failures.service import FAILING
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import count_steps
+from tms.notifications.inbox import service as inbox
 from tms.runs import store as run_store
 from tms.runs import writes
 from tms.runs.executions import store
@@ -96,13 +98,13 @@ async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | 
 
 async def update_result(
     db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None,
-    source: Source = "manual",
+    source: Source = "manual", config: Config | None = None,
 ) -> Saved:
     """Applies the fields the body sets (last write wins), written by ``tms.runs.writes.save_one``: a
     change of status or steps makes the result's ``source`` this one (a person: manual).
     With ``loaded_updated_at`` (the version the caller showed its user), a save over someone else's newer
     change still wins, and the answer says whose change it replaced, so the first tester is told rather
-    than silently overwritten."""
+    than silently overwritten. With ``config``, a new assignee is notified (issue 26)."""
     if body.assignee_id not in (msgspec.UNSET, None):
         await check_assignee(db, tenant_id, body.assignee_id)
     before, _ = await _row(db, tenant_id, result_id)
@@ -158,6 +160,10 @@ async def update_result(
             diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
         await writes.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,
                               matcher=matcher, audit_changes=diff)
+        if config is not None and changes.get("assignee_id"):
+            title = row["title"] or row["test_case_code"] or "a result"
+            await _notify_assigned(tx, config, tenant_id, changes["assignee_id"], f"'{title}'", run,
+                                   f"/results/{result_id}/execute")
         fresh, _ = await _row(tx, tenant_id, result_id)
     attachments = await attachments_by_result(db, tenant_id, [result_id])
     return Saved(_shape(fresh, attachments[result_id]),
@@ -176,11 +182,21 @@ def _count_steps(encoded: str | None) -> str | None:
     return ", ".join(f"{n} {status.lower()}" for status, n in sorted(marked.items()))
 
 
+async def _notify_assigned(tx: Transaction, config: Config, tenant_id: str, assignee_id: str, what: str,
+                           run: Row | None, link: str) -> None:
+    actor = audit.current_actor()
+    where = f" in run '{run['name']}'" if run is not None else ""
+    await inbox.notify(tx, config, tenant_id=tenant_id, user_id=assignee_id, kind="assignment",
+                       title=f"{actor.name} assigned you {what}{where}", link=link, actor_id=actor.id)
+
+
 async def assign_results(db: Database, tenant_id: str, run_id: str, result_ids: list[str],
-                         assignee_id: str | None) -> int:
+                         assignee_id: str | None, *, config: Config | None = None) -> int:
     """Assigns results of one run to a user (or to nobody): one UPDATE, one audit entry with the count.
-    Ids that are not linked results of this run are a 400 naming how many."""
-    if await run_store.get_run(db, tenant_id, run_id) is None:
+    Ids that are not linked results of this run are a 400 naming how many. With ``config``, the assignee
+    gets one notification for the lot (issue 26)."""
+    run = await run_store.get_run(db, tenant_id, run_id)
+    if run is None:
         raise NotFound(f"run {run_id} not found")
     ids = list(dict.fromkeys(result_ids))
     if assignee_id is not None:
@@ -193,6 +209,9 @@ async def assign_results(db: Database, tenant_id: str, run_id: str, result_ids: 
         changed = await writes.assign(tx, tenant_id, run_id, ids, assignee_id, now_iso())
         await audit.record(tx, tenant_id, "run.results_assigned", "run", run_id,
                            {"assigned": changed, "assignee_id": assignee_id})
+        if config is not None and assignee_id is not None and changed:
+            what = f"{changed} result{'s' if changed != 1 else ''}"
+            await _notify_assigned(tx, config, tenant_id, assignee_id, what, run, f"/runs/{run_id}?assignee=me")
     return changed
 
 

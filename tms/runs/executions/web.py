@@ -23,13 +23,14 @@ from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.library.cases import store as case_store
+from tms.library.comments.web import thread_context
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
 from tms.runs.results.models import RESULT_STATUSES
-from tms.state import app_state, db_of
+from tms.state import app_state, config_of, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
@@ -80,10 +81,12 @@ def _page_number(raw: object) -> int:
 
 
 @get("/results/{result_id:str}/execute")
-async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1) -> Template:
+async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1,
+                       comments_offset: int = 0) -> Template:
     context = await _context(request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
-                  form=_form_from_row(context["result"], context["steps"]), **context)
+                  form=_form_from_row(context["result"], context["steps"]), **context,
+                  **await thread_context(request, "result", context["result"]["id"], comments_offset))
 
 
 def _read_form(single: dict[str, str], first: int, last: int,
@@ -166,7 +169,8 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
         try:
             body = msgspec.convert(patch, ResultPatch)
             saved = await executions.update_result(db_of(request), tenant_of(request), result_id, body,
-                                                   loaded_updated_at=form["loaded_updated_at"] or None)
+                                                   loaded_updated_at=form["loaded_updated_at"] or None,
+                                                   config=config_of(request))
         except msgspec.ValidationError as exc:
             errors["form"] = str(exc)
         except DomainError as exc:

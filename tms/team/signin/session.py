@@ -12,6 +12,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware.csrf import CSRFMiddleware
 
+from tms.notifications.inbox import service as inbox
 from tms.state import Connection, app_state, db_of
 from tms.team import store as user_store
 from tms.team.audit.service import Actor, acting_as
@@ -141,6 +142,8 @@ async def page_guard(connection: Connection, handler: BaseRouteHandler) -> None:
             raise LoginRequired("/account/2fa")
         raise LoginRequired(login_redirect_target(target))
     check_role(connection, handler, user)
+    if connection.scope.get("method") == "GET":  # the bell in the page header: one count, over an index
+        connection.scope["tms_unread"] = await inbox.unread_count(db_of(connection), user.id)  # type: ignore[typeddict-unknown-key]
 
 
 async def enrolment_guard(connection: Connection, handler: BaseRouteHandler) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import Conflict, InvalidInput, NotFound
 from tms.http.paging import page_window
@@ -29,6 +30,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases import store as case_store
 from tms.library.cases.models import Case, Pagination
 from tms.library.projects import service as project_service
+from tms.notifications.inbox import service as inbox
 from tms.team import service as team_service
 from tms.team.audit import service as audit
 
@@ -66,7 +68,8 @@ async def _finish(tx: Transaction, tenant_id: str, row: Row, changes: dict[str, 
     return case_service.case_from_row(updated)
 
 
-async def request_review(db: Database, tenant_id: str, id_or_code: str, reviewer_id: str) -> Case:
+async def request_review(db: Database, config: Config, tenant_id: str, id_or_code: str, reviewer_id: str) -> Case:
+    """The reviewer gets a "review_request" notification (in their inbox; mailed when SMTP is set)."""
     async with db.transaction() as tx:
         row = await _case_row(tx, tenant_id, id_or_code)
         await check_reviewer(tx, tenant_id, reviewer_id)
@@ -76,12 +79,15 @@ async def request_review(db: Database, tenant_id: str, id_or_code: str, reviewer
                                "yourself", field="reviewer_id")
         changes = {"review_state": "REQUESTED", "reviewer_id": reviewer_id, "review_author_id": author,
                    "review_comment": None, "review_updated_at": now_iso()}
+        await inbox.notify(tx, config, tenant_id=tenant_id, user_id=reviewer_id, kind="review_request",
+                           title=f"Review requested: {row['code']} {row['title']}", link=f"/cases/{row['code']}#review",
+                           actor_id=author)
         return await _finish(tx, tenant_id, row, changes, "case.review_requested",
                              {"review": [row["review_state"], "REQUESTED"], "reviewer_id": reviewer_id})
 
 
-async def approve(db: Database, tenant_id: str, id_or_code: str, comment: str | None = None) -> Case:
-    """The case becomes READY (a new version when its status changes)."""
+async def approve(db: Database, config: Config, tenant_id: str, id_or_code: str, comment: str | None = None) -> Case:
+    """The case becomes READY (a new version when its status changes); the author is notified."""
     async with db.transaction() as tx:
         row = await _case_row(tx, tenant_id, id_or_code)
         if row["review_state"] not in ("REQUESTED", "CHANGES_REQUESTED"):
@@ -101,12 +107,14 @@ async def approve(db: Database, tenant_id: str, id_or_code: str, comment: str | 
             await case_service.record_versions(tx, tenant_id, [row["id"]], now)
         changes = {"review_state": "APPROVED", "reviewer_id": reviewer or row["reviewer_id"],
                    "review_comment": comment, "review_updated_at": now}
+        await _tell_author(tx, config, tenant_id, row, f"Approved: {row['code']} {row['title']} is READY", reviewer)
         return await _finish(tx, tenant_id, row, changes, "case.review_approved",
                              {"review": [row["review_state"], "APPROVED"], "status": [row["status"], "READY"]})
 
 
-async def reject(db: Database, tenant_id: str, id_or_code: str, comment: str) -> Case:
-    """Changes requested, with the reviewer's comment (required); the case's status stays as it is."""
+async def reject(db: Database, config: Config, tenant_id: str, id_or_code: str, comment: str) -> Case:
+    """Changes requested, with the reviewer's comment (required); the case's status stays as it is; the
+    author is notified."""
     comment = comment.strip()
     if not comment:
         raise InvalidInput("say what should change: the comment must not be blank", field="comment")
@@ -117,8 +125,17 @@ async def reject(db: Database, tenant_id: str, id_or_code: str, comment: str) ->
         reviewer = await case_service.actor_user_id(tx, tenant_id)
         changes = {"review_state": "CHANGES_REQUESTED", "reviewer_id": reviewer or row["reviewer_id"],
                    "review_comment": comment, "review_updated_at": now_iso()}
+        await _tell_author(tx, config, tenant_id, row, f"Changes requested: {row['code']} {row['title']}", reviewer)
         return await _finish(tx, tenant_id, row, changes, "case.review_rejected",
                              {"review": [row["review_state"], "CHANGES_REQUESTED"], "comment": comment[:500]})
+
+
+async def _tell_author(tx: Transaction, config: Config, tenant_id: str, row: Row, title: str,
+                       reviewer: str | None) -> None:
+    """A "review_result" notification for the author of the version under review (none when unknown)."""
+    if row["review_author_id"] is not None:
+        await inbox.notify(tx, config, tenant_id=tenant_id, user_id=row["review_author_id"], kind="review_result",
+                           title=title, link=f"/cases/{row['code']}#review", actor_id=reviewer)
 
 
 async def list_waiting(db: Database, tenant_id: str, reviewer_id: str, *, limit: int | None = None,

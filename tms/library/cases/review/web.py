@@ -11,7 +11,7 @@ from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, r
 from tms.http.paging import page_offset
 from tms.library.cases import web as case_web
 from tms.library.cases.review import service as review_service
-from tms.state import db_of
+from tms.state import config_of, db_of
 from tms.team.signin.session import page_guard
 
 PAGE = 50
@@ -19,20 +19,20 @@ PAGE = 50
 
 async def _act(request: AnyRequest, case_id: str, action: str) -> Template | Redirect:
     form, _ = await form_of(request)
-    db, tenant = db_of(request), tenant_of(request)
+    db, config, tenant = db_of(request), config_of(request), tenant_of(request)
     try:
         if action == "request":
             if not form.get("reviewer_id"):
                 raise DomainError("Choose who reviews this case.", field="reviewer_id")
-            case = await review_service.request_review(db, tenant, case_id, form["reviewer_id"])
+            case = await review_service.request_review(db, config, tenant, case_id, form["reviewer_id"])
             message = f"{case.code}: review requested."
         elif action == "approve":
-            case = await review_service.approve(db, tenant, case_id, form.get("comment", "").strip() or None)
+            case = await review_service.approve(db, config, tenant, case_id, form.get("comment", "").strip() or None)
             message = f"{case.code} approved: it is READY."
         else:
             if len(form.get("comment", "")) > 5_000:
                 raise DomainError("At most 5000 characters.", field="comment")
-            case = await review_service.reject(db, tenant, case_id, form.get("comment", ""))
+            case = await review_service.reject(db, config, tenant, case_id, form.get("comment", ""))
             message = f"{case.code}: changes requested."
     except NotFound as exc:
         if exc.field is None:
