@@ -273,3 +273,35 @@ def test_web_require_review_setting_is_for_admins(tenant: Tenant) -> None:
     assert tenant.api.get(f"/api/v1/projects/{project}").json()["data"]["require_review"] is True
     follow(web, web.post(f"/projects/{project}/review", data={"require_review": "false"}, headers=HTML))
     assert tenant.api.get(f"/api/v1/projects/{project}").json()["data"]["require_review"] is False
+
+
+def test_imports_and_copies_under_require_review_arrive_draft(tenant: Tenant) -> None:
+    """An imported or cloned READY case has not been reviewed: it arrives DRAFT; an import's edit of an
+    approved case asks for review again."""
+    from tests.test_case_import import FEATURE, csv_of, upload
+
+    reviewer = add_member(tenant, "tester")
+    project = strict_project(tenant)
+    row = ["IMP-1", "Imported", "", "READY", "MEDIUM", "", "false", "MANUAL", "", "", FEATURE]
+    imported = upload(tenant, project, csv_of(row))
+    assert imported.status_code in (200, 201), imported.text
+    case = tenant.api.get("/api/v1/cases/IMP-1").json()["data"]
+    assert case["status"] == "DRAFT"
+    # an update by import may not make it READY either
+    assert upload(tenant, project, csv_of([*row[:1], "Imported again", *row[2:]])).status_code in (200, 201)
+    assert tenant.api.get("/api/v1/cases/IMP-1").json()["data"]["status"] == "DRAFT"
+    # approved, then edited by an import: REQUESTED again and DRAFT
+    tenant.api.post("/api/v1/cases/IMP-1/review", json={"reviewer_id": reviewer.id})
+    assert api_of(tenant, reviewer).post("/api/v1/cases/IMP-1/review/approve").status_code == 200
+    assert upload(tenant, project, csv_of([*row[:1], "Imported thrice", *row[2:]])).status_code in (200, 201)
+    after = tenant.api.get("/api/v1/cases/IMP-1").json()["data"]
+    assert (after["title"], after["status"], after["review"]["state"]) == ("Imported thrice", "DRAFT", "REQUESTED")
+
+    # a bulk clone of an approved READY case is a new, unreviewed DRAFT
+    tenant.api.post("/api/v1/cases/IMP-1/review", json={"reviewer_id": reviewer.id})
+    api_of(tenant, reviewer).post("/api/v1/cases/IMP-1/review/approve")
+    web = tenant.web()
+    web.post("/cases/bulk", data={"ids": [after["id"]], "op": "clone"}, headers=HTML)
+    copies = [c for c in tenant.api.get("/api/v1/cases", params={"project_id": project}).json()["data"]
+              if c["id"] != after["id"]]
+    assert [(c["status"], c["review"]["state"]) for c in copies] == [("DRAFT", "NONE")]
