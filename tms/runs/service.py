@@ -296,11 +296,9 @@ async def rerun(db: Database, tenant_id: str, run_id: str, body: RunRerun) -> Ru
         rows = [placeholder_row(result_id, tenant_id, new_run, case, now)
                 for result_id, case in zip(new_ids(len(cases)), cases, strict=True)]
         await writes.add_placeholders(tx, tenant_id, new_run, rows, now)
-        by_assignee: dict[str, list[str]] = {}
-        for case in cases:
-            if case["assignee_id"] is not None:
-                by_assignee.setdefault(case["assignee_id"], []).append(case["id"])
-        await writes.assign_cases(tx, tenant_id, new_run, by_assignee, now)
+        # each new result assigned to whom the result it repeats was
+        await writes.set_assignees(tx, tenant_id, [(placeholder.id, case["assignee_id"]) for case, placeholder
+                                                   in zip(cases, rows, strict=True) if case["assignee_id"]], now)
         await audit.record(tx, tenant_id, "run.created", "run", new_run,
                            {"name": name, "project_id": source["project_id"], "environment": source["environment"],
                             "cases": len(rows), "rerun_of": run_id, "statuses": statuses})

@@ -351,10 +351,10 @@ async def add_placeholders(tx: Transaction, tenant_id: str, run_id: str, rows: l
     return added
 
 
-async def assign_cases(tx: Transaction, tenant_id: str, run_id: str, by_assignee: dict[str, list[str]],
-                       now: str) -> None:
-    """A rerun's placeholders get the assignees the results they repeat had ({assignee id: case ids})."""
-    await result_store.assign_cases(tx, tenant_id, run_id, by_assignee, now)
+async def set_assignees(tx: Transaction, tenant_id: str, pairs: list[tuple[str, str]], now: str) -> None:
+    """A rerun's new results get the assignees of the results they repeat: (result id, assignee id) pairs."""
+    if pairs:
+        await result_store.set_assignees(tx, tenant_id, pairs, now)
 
 
 async def remove_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str], now: str) -> int:

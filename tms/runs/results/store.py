@@ -459,11 +459,10 @@ async def rerun_sources(db: Database | Transaction, tenant_id: str, run_id: str,
         (run_id, tenant_id, json.dumps(statuses), limit))
 
 
-async def assign_cases(tx: Transaction, tenant_id: str, run_id: str, by_assignee: dict[str, list[str]],
-                       at: str) -> None:
-    """Sets the assignee of the run's results of these cases: one statement, a parameter set per assignee."""
-    if by_assignee:
-        await tx.executemany(
-            "UPDATE test_results SET assignee_id = ?, updated_at = ? WHERE run_id = ? AND tenant_id = ? "
-            "AND test_case_id IN (SELECT value FROM json_each(?))",
-            [(assignee, at, run_id, tenant_id, json.dumps(case_ids)) for assignee, case_ids in by_assignee.items()])
+
+async def set_assignees(tx: Transaction, tenant_id: str, pairs: list[tuple[str, str]], at: str) -> None:
+    """Each result's assignee by (result id, assignee id): one executemany of key look-ups. (An
+    ``id IN (json_each)`` over rows inserted in the same transaction is planned on PostgreSQL with
+    stale statistics as a nested loop: 2.4 s for 1,000 of 10,000 new rows, against ~0.1 s here.)"""
+    await tx.executemany("UPDATE test_results SET assignee_id = ?, updated_at = ? WHERE id = ? AND tenant_id = ?",
+                         [(assignee, at, result_id, tenant_id) for result_id, assignee in pairs])
