@@ -364,12 +364,12 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
     shown: list[tuple[Any, Any]] = [(f, case.custom_fields.get(f.key)) for f in fields.values()
                                     if not f.retired or f.key in case.custom_fields]
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
-    people = await review_service.people(db, tenant)
+    people, reviewers = await review_service.team(db, tenant)
     return render(request, "cases/detail.html", status_code=status_code, active_nav="cases", case=case,
                   project=project, field_values=shown,
                   lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
                   pickable=pickable, section_path=section_path, changes=changes, people=people,
-                  reviewers=await review_service.reviewers(db, tenant), review_form=review_form or {},
+                  reviewers=reviewers, review_form=review_form or {},
                   review_errors=review_errors or {}, **CHOICES,
                   **await thread_context(request, "case", case.id, comments_offset))
 

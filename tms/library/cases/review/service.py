@@ -146,12 +146,9 @@ async def list_waiting(db: Database, tenant_id: str, reviewer_id: str, *, limit:
     return [case_service.case_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
 
 
-async def reviewers(db: Database, tenant_id: str) -> list[Row]:
-    """Who may be asked for a review: the tenant's active testers, admins and owners."""
-    return [row for row in await team_service.list_users(db, tenant_id)
-            if row["active"] and row["role"] in REVIEWER_ROLES]
-
-
-async def people(db: Database, tenant_id: str) -> dict[str, str]:
-    """{user id: name or email} of the tenant, to name reviewers and authors on a page."""
-    return {row["id"]: row["name"] or row["email"] for row in await team_service.list_users(db, tenant_id)}
+async def team(db: Database, tenant_id: str) -> tuple[dict[str, str], list[Row]]:
+    """({user id: name or email} of the tenant, to name reviewers and authors on a page; who may be asked
+    for a review: the active testers, admins and owners), from one read of the team."""
+    users = await team_service.list_users(db, tenant_id)
+    return ({row["id"]: row["name"] or row["email"] for row in users},
+            [row for row in users if row["active"] and row["role"] in REVIEWER_ROLES])

@@ -68,7 +68,7 @@ async def waiting_page(request: AnyRequest, offset: int = 0) -> Template:
     offset = page_offset(offset)
     cases, pagination = await review_service.list_waiting(db, tenant, user_of(request).id, limit=PAGE, offset=offset)
     return render(request, "cases/reviews.html", active_nav="reviews", cases=cases, total=pagination.total,
-                  people=await review_service.people(db, tenant), pager=page_numbers(pagination.total, PAGE, offset))
+                  people=(await review_service.team(db, tenant))[0], pager=page_numbers(pagination.total, PAGE, offset))
 
 
 def router() -> Router:
