@@ -43,7 +43,8 @@ def peak_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 sys.path.insert(0, os.getcwd())  # the tree measured: the working tree, or the --baseline export
-from tms.reporter.cli import Console, _parse_all
+from tms.reporter.cli import _parse_all
+from tms.reporter.console import Console
 from tms.reporter.files import expand
 from tms.reporter.mapping import to_items
 baseline = peak_mb()

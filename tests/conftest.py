@@ -33,6 +33,21 @@ from tests import postgres_cluster
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _cheap_password_hashes() -> None:
+    """Users made by the tests themselves (``make_tenant``, ``run_admin``) get argon2 hashes of the
+    lowest cost: at the library's cost each costs ~0.2 s of CPU, and some 2,000 tenants are made per
+    database. Only this process is changed: a server signs in with such a hash, finds it weaker than
+    its own parameters and renews it (``check_needs_rehash``), so the servers' cost stays the real one."""
+    from argon2 import PasswordHasher
+
+    from tms.team import accounts
+
+    accounts._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+
+
+_cheap_password_hashes()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -160,6 +160,21 @@ def test_only_the_author_edits_or_deletes_and_each_is_audited(tenant: Tenant) ->
     assert actions.count("comment.deleted") == 1
 
 
+def test_a_deleted_case_takes_its_comments(tenant: Tenant) -> None:
+    kept, gone = _case(tenant), _case(tenant)
+    for case in (kept, gone):
+        assert tenant.api.post(f"/api/v1/cases/{case['id']}/comments", json={"body": "x"}).status_code == 201
+    assert tenant.api.delete(f"/api/v1/cases/{gone['id']}").status_code == 204
+    from tests.conftest import connect_db
+
+    conn = connect_db(tenant.server.db_path)
+    try:
+        left = conn.execute("SELECT target_id FROM comments WHERE tenant_id = ?", (tenant.id,)).fetchall()
+    finally:
+        conn.close()
+    assert [row[0] for row in left] == [kept["id"]]
+
+
 def test_the_case_page_shows_the_thread_and_takes_a_comment(tenant: Tenant) -> None:
     case = _case(tenant)
     tester = add_member(tenant, "tester")

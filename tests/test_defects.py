@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db
+from tests.team_helpers import add_member, web_as
 from tests.test_integrations import GHERKIN, deliver, edited, sign  # noqa: F401 - sign: the webhook's helper
 
 TOKEN = "ghp_TopSecretToken0123456789"
@@ -428,3 +429,20 @@ def test_two_clicks_create_one_issue(tenant: Tenant, tracker: FakeTracker) -> No
     assert_problem(second, 409)
     first.join()
     assert len(tracker.requests) == 1
+
+
+def test_create_issue_is_offered_where_a_failure_is_read(tenant: Tenant, tracker: FakeTracker) -> None:
+    """From the run page's failure cluster and row, and from the execution view, once a tracker can take it."""
+    made = failed_result(tenant, "BROKEN")
+    result_id, run_id = made["result"]["id"], made["run"]["id"]
+    web, link = tenant.web(), f'href="/results/{result_id}/defect'
+    assert link not in web.get(f"/runs/{run_id}").text  # no integration with outbound credentials yet
+    assert link not in web.get(f"/results/{result_id}/execute").text
+    connect(tenant, "GITHUB", tracker)
+    page = web.get(f"/runs/{run_id}").text
+    assert link in page.split('id="clusters"', 1)[1].split("</section>", 1)[0]
+    assert link in page.split('id="results-title"', 1)[1]
+    view = web.get(f"/results/{result_id}/execute").text
+    assert link in view and "Blocked" in view
+    viewer = add_member(tenant, "viewer")
+    assert link not in web_as(tenant, viewer.email, viewer.password).get(f"/results/{result_id}/execute").text

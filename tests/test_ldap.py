@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Tenant
+from tests.conftest import ServerProcess, Tenant, connect_db, make_tenant_on
 from tests.ldap_server import BASE, SERVICE_DN, SERVICE_PASSWORD, Slapd, missing_reason, start_slapd
 from tests.web_helpers import text_of
 
@@ -170,3 +170,89 @@ def test_sign_in_is_per_tenant_and_off_until_enabled(tenant: Tenant, other_tenan
     assert configure(tenant, tenant.web(), **template_settings(slapd)).status_code == 303
     _, response = sign_in(tenant, "carol", slapd.people["carol"].password)
     assert response.status_code == 403 and "cannot sign in here" in text_of(response.text)
+
+
+# ---- the service account's password at rest ---------------------------------------------------------------
+
+
+def _stored(server: ServerProcess, tenant_id: str) -> tuple[str, str]:
+    with connect_db(server.db_path) as db:
+        row = db.execute("SELECT bind_password, bind_password_sealed FROM ldap_settings WHERE tenant_id = ?",
+                         (tenant_id,)).fetchone()
+    return str(row[0]), str(row[1])
+
+
+def _search_settings(slapd: Slapd, **overrides: str) -> dict[str, str]:
+    return template_settings(slapd, **{"url": slapd.ldaps_url, "user_dn_template": "",
+                                       "search_base": f"ou=people,{BASE}", "search_filter": "(uid={username})",
+                                       "bind_dn": SERVICE_DN, **overrides})
+
+
+def _password_changes(tenant: Tenant) -> list[Any]:
+    entries = tenant.api.get("/api/v1/audit", params={"action": "ldap.settings_updated"}).json()["data"]
+    return [entry["changes"].get("bind_password") for entry in entries]  # newest first
+
+
+def test_the_bind_password_is_stored_encrypted_and_write_only(tenant: Tenant, slapd: Slapd) -> None:
+    web = tenant.web()
+    assert configure(tenant, web, **_search_settings(slapd, bind_password=SERVICE_PASSWORD)).status_code == 303
+    plain, sealed = _stored(tenant.server, tenant.id)
+    assert plain == "" and sealed.startswith("gAAAA") and SERVICE_PASSWORD not in sealed  # a Fernet token
+    # the test button binds with the stored password, decrypted
+    tested = web.post("/settings/ldap/test", data={"_csrf_token": web.cookies.get("csrftoken", ""),
+                                                   **_search_settings(slapd, bind_password="")})
+    assert "bound as cn=tms-service" in text_of(tested.text)
+    # saved again with the field empty: the stored password is kept as it is
+    assert configure(tenant, web, **_search_settings(slapd, bind_password="")).status_code == 303
+    assert _stored(tenant.server, tenant.id) == ("", sealed)
+    # typed again, the same: sealed anew, and not a change in the log
+    assert configure(tenant, web, **_search_settings(slapd, bind_password=SERVICE_PASSWORD)).status_code == 303
+    assert _stored(tenant.server, tenant.id)[1] not in ("", sealed)
+    # a 400 does not echo a typed password back into the page
+    bad = configure(tenant, web, **_search_settings(slapd, url="http://nope", bind_password="typed-but-bad-1"))
+    assert bad.status_code == 400 and "typed-but-bad-1" not in bad.text
+    assert configure(tenant, web, **_search_settings(slapd, clear_bind_password="1")).status_code == 303
+    assert _stored(tenant.server, tenant.id) == ("", "")
+    assert _password_changes(tenant) == ["(removed)", None, None, "(changed)"]
+    assert SERVICE_PASSWORD not in tenant.server.log()
+
+
+def test_passwords_stored_in_clear_before_are_encrypted_at_start(start_server: Any, slapd: Slapd) -> None:
+    server = start_server()
+    tenant = make_tenant_on(server)
+    assert configure(tenant, tenant.web(), **_search_settings(slapd, bind_password=SERVICE_PASSWORD)
+                     ).status_code == 303
+    # the row as a release before migration 0042 left it: the password in clear
+    with connect_db(server.db_path) as db:
+        db.execute("UPDATE ldap_settings SET bind_password = ?, bind_password_sealed = '' WHERE tenant_id = ?",
+                   (SERVICE_PASSWORD, tenant.id))
+        db.commit()
+    assert sign_in(tenant, "o'brien", slapd.people["o'brien"].password)[1].status_code == 303  # read as it is
+    assert "A password is stored" in text_of(tenant.web().get("/settings/ldap").text)
+    server.stop()
+    server.start()
+    plain, sealed = _stored(server, tenant.id)
+    assert plain == "" and sealed.startswith("gAAAA")
+    assert "encrypted 1 LDAP service account password" in server.log()
+    assert sign_in(tenant, "o'brien", slapd.people["o'brien"].password)[1].status_code == 303
+    server.stop()
+    server.start()  # nothing left to do: the sealed value stays as it is
+    assert _stored(server, tenant.id) == ("", sealed)
+    assert server.log().count("encrypted 1 LDAP service account password") == 1
+    assert SERVICE_PASSWORD not in server.log()
+
+    # another master key cannot read it: the admin is told to enter it again, the sign-in is a clear page
+    server.stop()
+    server.env["TMS_AUTH_SECRET_KEY"] = "another master key than before"
+    server.start()
+    web = tenant.web()
+    tested = web.post("/settings/ldap/test", data={"_csrf_token": web.cookies.get("csrftoken", ""),
+                                                   **_search_settings(slapd, bind_password="")})
+    assert "cannot be read with this server's key" in text_of(tested.text)
+    _, response = sign_in(tenant, "o'brien", slapd.people["o'brien"].password)
+    assert response.status_code == 502
+    failed = tenant.api.get("/api/v1/audit", params={"action": "user.sign_in_failed"}).json()["data"][0]
+    assert "cannot be read with this server's key" in failed["changes"]["reason"]
+    # typed again, it works
+    assert configure(tenant, web, **_search_settings(slapd, bind_password=SERVICE_PASSWORD)).status_code == 303
+    assert sign_in(tenant, "o'brien", slapd.people["o'brien"].password)[1].status_code == 303

@@ -316,7 +316,7 @@ def test_preview_of_a_file_over_the_limits_is_a_form_error(tenant: Tenant) -> No
 
 
 def test_neutralise_and_restore_are_exact_inverses() -> None:
-    from tms.library.transfer.service import neutralise, restore
+    from tms.library.transfer.csvfile import neutralise, restore
 
     values = ["", "x", "'", "''", "'''", "'x", "''x", "=", "'=", "''=", "+1", "'+1", "-", "@a", "'@a", "\t", "'\t",
               "\r\n", "'\r", " =1", "'quoted'"]

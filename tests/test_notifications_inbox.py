@@ -159,3 +159,40 @@ def test_a_notification_is_mailed_unless_the_user_switched_it_off(
     assert tenant.api.patch(f"/api/v1/results/{results[1]}", json={"assignee_id": quiet.id}).status_code == 200
     first = mails.wait_for(quiet.email)
     assert "Case" in first["Subject"] and "1 result" not in first["Subject"], first["Subject"]
+
+    # a mention is mailed the same way, with the link to the comment
+    comment = tenant.api.post(f"/api/v1/results/{results[0]}/comments", json={"body": f"@{keen.email} look"})
+    assert comment.status_code == 201, comment.text
+    mention = mails.wait_for(keen.email, 2)
+    assert "mentioned you" in mention["Subject"]
+    assert f"#comment-{comment.json()['data']['id']}" in mention.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+
+
+def test_the_bell_the_inbox_page_and_the_account_switch(tenant: Tenant) -> None:
+    tester = add_member(tenant, "tester")
+    _, _, results = _run_with_results(tenant, 3)
+    for result in results:
+        assert tenant.api.patch(f"/api/v1/results/{result}", json={"assignee_id": tester.id}).status_code == 200
+    web = web_as(tenant, tester.email, tester.password)
+    token = web.cookies.get("csrftoken")
+    assert 'class="bell-count">3<' in web.get("/runs").text
+    page = web.get("/notifications")
+    assert page.status_code == 200 and page.text.count('class="inbox-item unread"') == 3
+    assert "Mark all read (3)" in page.text
+    first = _inbox(web)["data"][0]
+
+    # opening one marks it read and goes to its link
+    opened = web.post(f"/notifications/{first['id']}/read", data={"_csrf_token": token, "open": "1"})
+    assert opened.status_code == 303 and opened.headers["location"] == first["link"]
+    assert 'class="bell-count">2<' in web.get("/").text
+    assert web.get("/notifications?unread=true").text.count('class="inbox-item unread"') == 2
+    assert web.post("/notifications/read-all", data={"_csrf_token": token}).status_code == 303
+    assert "bell-count" not in web.get("/").text
+    assert _inbox(web)["unread"] == 0
+
+    # the switch on the account page shows and keeps its state
+    assert 'name="notify_mail" value="1" checked' in web.get("/account").text
+    assert web.post("/account/notifications", data={"_csrf_token": token}).status_code == 303
+    assert 'name="notify_mail" value="1">' in web.get("/account").text
+    audit = tenant.api.get("/api/v1/audit", params={"entity_type": "user", "entity_id": tester.id}).json()["data"]
+    assert any(e["action"] == "user.notify_mail" for e in audit)

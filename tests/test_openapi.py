@@ -41,6 +41,8 @@ SEMANTIC_REFUSALS = {
     "expires_at": "must be in the future",  # relative to the moment of the request
     # a comment's Markdown (issue 26): blank, a non-web link, scripts, or an @mention of no team member
     "body": "body: ",
+    # a shared step's steps: step lines alone (a grammar), naming shared steps that exist, no cycle
+    "steps": "",
 }
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from tms.reporter import attachments as report_files
 from tms.reporter.allure import parse_allure
-from tms.reporter.cli import PARSERS, Console, _parse_all
+from tms.reporter.cli import PARSERS, _parse_all
+from tms.reporter.console import Console
 from tms.reporter.detect import detect
 from tms.reporter.files import expand
 from tms.reporter.mapping import to_items

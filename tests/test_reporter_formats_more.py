@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tms.reporter.cli import PARSERS, Console, _parse_all
+from tms.reporter.cli import PARSERS, _parse_all
+from tms.reporter.console import Console
 from tms.reporter.detect import FORMATS, detect
 from tms.reporter.files import classify, expand
 from tms.reporter.mapping import to_items

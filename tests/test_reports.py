@@ -365,3 +365,31 @@ def test_export_of_many_results_streams_every_one(tenant: Tenant, tmp_path: Path
     tests = json.loads(body)["results"]["tests"]
     assert len(tests) == 2300 and len({t["name"] for t in tests}) == 2300
     assert sum(1 for t in tests if t.get("suite")) == 1200 and sum(t["status"] == "failed" for t in tests) == 1100
+
+
+def test_report_clusters_follow_the_failure_rules(tenant: Tenant) -> None:
+    """As the run page's clusters (tms.failures): failures that say nothing and manual failures never
+    form a cluster in a report (issue 24/27), while automated failures of one cause do."""
+    project = tenant.create_project("Cluster rules")["id"]
+    for code in ("CR-1", "CR-2", "CR-3", "CR-4"):
+        _case(tenant, project, code, f"Case {code}")
+    run = _ingest(tenant, project, [
+        {"test_case_code": "CR-1", "status": "FAILED"}, {"test_case_code": "CR-2", "status": "BROKEN"},
+        {"test_case_code": "CR-3", "status": "FAILED", "error_message": "ValueError: boom 1"},
+        {"test_case_code": "CR-4", "status": "FAILED", "error_message": "ValueError: boom 2"}])
+    report = _ok(tenant.api.get(f"/api/v1/runs/{run}/report"))["data"]
+    assert [(c["failures"], c["error_message"]) for c in report["clusters"]] == [(2, "ValueError: boom 1")]
+    assert len(report["failures"]) == 4  # the silent ones are still listed as failures
+    # a manual regression: two testers fail two cases with the same note; a note is not a CI cause
+    made = _ok(tenant.api.post("/api/v1/runs", json={"project_id": project, "name": "By hand",
+                                                     "test_case_ids": ["CR-1", "CR-2"]}), 201)["data"]
+    for row in _results(tenant, made["id"]):
+        _ok(tenant.api.patch(f"/api/v1/results/{row['id']}", json={"status": "FAILED", "comment": "page is blank"}))
+    manual = _ok(tenant.api.get(f"/api/v1/runs/{made['id']}/report"))["data"]
+    assert manual["clusters"] == [] and len(manual["failures"]) == 2
+    # the CSV says the words people read
+    rows = list(csv.DictReader(io.StringIO(tenant.api.get(f"/api/v1/runs/{run}/report", params={"format": "csv"})
+                                           .content.decode("utf-8-sig"))))
+    totals = next(row for row in rows if row["group"] == "totals")
+    assert (totals["blocked"], totals["failed"]) == ("1", "3")
+    assert {row["status"] for row in rows if row["group"] == "failure"} == {"Failed", "Blocked"}

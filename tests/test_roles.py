@@ -118,6 +118,10 @@ UNSAFE_ROUTES = [
     ("POST", "/notifications/read-all", "viewer"),
     ("POST", "/notifications/{id}/read", "viewer"),
     ("POST", "/account/notifications", "viewer"),
+    # shared steps (issue 26): testers write them
+    ("POST", "/projects/{id}/shared-steps", "tester"),
+    ("POST", "/shared-steps/{id}", "tester"),
+    ("POST", "/shared-steps/{id}/delete", "tester"),
 ]
 ADMIN_PAGES = ["/settings/tokens", "/settings/webhooks", "/settings/integrations", "/settings/team",
                "/settings/audit", "/settings/two-factor", "/api/webhooks", "/api/webhooks/{id}/deliveries",

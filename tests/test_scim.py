@@ -209,6 +209,10 @@ def test_only_a_scim_token_gets_in_and_only_to_its_tenant(tenant: Tenant, other_
         with scim_client(tenant, token) as wrong_scope:
             assert_scim_error(wrong_scope.get("/Users"), 403)
             assert_scim_error(wrong_scope.post("/Users", json={"schemas": [USER], "userName": "x@example.com"}), 403)
+    refused = tenant.api.get("/api/v1/audit", params={"action": "scim.request_refused"}).json()["data"]
+    assert sorted((entry["actor"]["name"], entry["changes"]["request"]) for entry in refused) == [
+        (name, request) for name in ("ci", "reporting") for request in ("GET /scim/v2/Users", "POST /scim/v2/Users")]
+    assert all(entry["changes"]["reason"] == "token without the scim scope" for entry in refused)
     with httpx.Client(base_url=f"{tenant.server.url}/scim/v2") as anonymous:
         assert_scim_error(anonymous.get("/Users"), 401)
     # the scim scope does not reach /api/v1
@@ -228,6 +232,11 @@ def test_only_a_scim_token_gets_in_and_only_to_its_tenant(tenant: Tenant, other_
         {"op": "replace", "path": "displayName", "value": "x"}]}), 404)
     assert_scim_error(other.delete(f"/Groups/{group['id']}"), 404)
     assert scim.get(f"/Groups/{group['id']}").json()["displayName"] == "tms-viewers"
+    # the writes naming another team's ids are audit entries of the team that tried (the reads are not)
+    tried = other_tenant.api.get("/api/v1/audit", params={"action": "scim.request_refused"}).json()["data"]
+    assert sorted(entry["changes"]["request"].split(" /scim/v2/")[0] for entry in tried) == [
+        "DELETE", "DELETE", "PATCH", "PATCH", "PUT", "PUT"]
+    assert {entry["changes"]["reason"] for entry in tried} == {"no such resource in this team"}
     # another tenant's user cannot be made a member of one's groups
     assert_scim_error(other.post("/Groups", json={"schemas": [GROUP], "displayName": "tms-admins",
                                                   "members": [{"value": user["id"]}]}), 400, "invalidValue")

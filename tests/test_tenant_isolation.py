@@ -45,6 +45,7 @@ class Owned:
     custom_field: str = ""
     comment: str = ""
     notification: str = ""
+    shared_step: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -99,6 +100,8 @@ def _owned_resources(victim: Tenant) -> Owned:
     owned.section = api.post("/api/v1/sections", json={"project_id": project, "name": "Secret"}).json()["data"]["id"]
     owned.custom_field = api.post("/api/v1/custom-fields", json={
         "project_id": project, "key": "secret", "name": "Secret", "type": "text"}).json()["data"]["id"]
+    owned.shared_step = api.post("/api/v1/shared-steps", json={
+        "project_id": project, "name": "Secret", "steps": "Given a secret\n"}).json()["data"]["id"]
     owned.known_issue = api.post("/api/v1/known-issues", json={
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
@@ -142,6 +145,9 @@ API_ROUTES = [
     ("GET", "/api/v1/custom-fields/{custom_field}", None),
     ("PATCH", "/api/v1/custom-fields/{custom_field}", {"name": "stolen"}),
     ("DELETE", "/api/v1/custom-fields/{custom_field}", None),
+    ("GET", "/api/v1/shared-steps/{shared_step}", None),
+    ("PATCH", "/api/v1/shared-steps/{shared_step}", {"name": "stolen"}),
+    ("DELETE", "/api/v1/shared-steps/{shared_step}", None),
     ("GET", "/api/v1/projects/{project}", None),
     ("PATCH", "/api/v1/projects/{project}", {"archived": True}),
     ("GET", "/api/v1/milestones/{milestone}", None),
@@ -229,6 +235,11 @@ WEB_ROUTES = [
     ("POST", "/custom-fields/{custom_field}/move", {"direction": "up"}),
     ("POST", "/custom-fields/{custom_field}/retire", {}),
     ("POST", "/custom-fields/{custom_field}/restore", {}),
+    ("GET", "/projects/{project}/shared-steps", None),
+    ("POST", "/projects/{project}/shared-steps", {"name": "stolen", "steps": "Given x"}),
+    ("GET", "/shared-steps/{shared_step}", None),
+    ("POST", "/shared-steps/{shared_step}", {"name": "stolen", "steps": "Given x", "confirmed": "yes"}),
+    ("POST", "/shared-steps/{shared_step}/delete", {}),
     ("GET", "/settings/integrations/{integration}", None),
     ("POST", "/settings/integrations/{integration}/secret", {}),
     ("POST", "/settings/integrations/{integration}/delete", {}),
@@ -363,6 +374,7 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
         ("/api/v1/milestones", {"project_id": "{project}", "name": "m"}),
         ("/api/v1/plans", {"project_id": "{project}", "name": "p", "tags": ["x"]}),
         ("/api/v1/plans", {"project_id": "{own_project}", "name": "p", "case_ids": ["{case_id}"]}),
+        ("/api/v1/shared-steps", {"project_id": "{project}", "name": "s", "steps": "Given x\n"}),
     ],
 )
 def test_another_tenants_project_or_case_cannot_be_referenced(two_tenants, path: str, body: dict) -> None:

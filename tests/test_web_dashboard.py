@@ -21,7 +21,10 @@ def _ingest(tenant: Tenant, project_id: str, name: str, statuses: dict[str, str]
 def test_dashboard_without_projects_guides_the_user(tenant: Tenant) -> None:
     page = tenant.web().get("/", headers=HTML)
     assert page.status_code == 200 and "Create your first project" in page.text
-    tenant.create_project("Idle")
+    tenant.create_project("Idle")  # through the API: created inactive, as SPEC says
+    only = tenant.web().get("/", headers=HTML).text  # the only project is the context all the same (issue 24)
+    assert "No runs in this project yet" in only and "Idle" in only and "Choose the active project" not in only
+    tenant.create_project("Other")
     assert "Choose the active project" in tenant.web().get("/", headers=HTML).text
 
 
@@ -46,6 +49,11 @@ def test_dashboard_of_active_project(tenant: Tenant) -> None:
     assert html.count('<svg class="chart"') == 2
     assert '<title id="runs-chart-t">Result mix of the last runs</title>' in html
     assert "Run three: 1 passed, 1 failed, 1 skipped" in html
+    # under the columns, oldest first: the day of the first run, then "latest" (never a countdown 3 2 1)
+    ticks = re.findall(r'class="tick" text-anchor="middle">([^<]*)</text>', html.split('id="runs-chart-t"')[1])
+    assert ticks[-1] == "latest" and ticks[:-1] and all(re.fullmatch(r"[A-Z][a-z]{2} \d{1,2}", t) for t in ticks[:-1])
+    legend = html.split('id="mix-title"')[1].split("<svg")[0]
+    assert "blocked" in legend and "untested" in legend and "broken" not in legend
     assert "Run one 80%" in html and "Run two 67%" in html and "Run three 50%" in html
     assert "<script src=\"http" not in html and "<link rel=\"stylesheet\" href=\"http" not in html
     # figures

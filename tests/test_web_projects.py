@@ -34,12 +34,16 @@ def test_create_project_prg_and_list(tenant: Tenant) -> None:
     web = tenant.web()
     response = web.post("/projects", data={"name": "Checkout", "description": "Shop", "environments": "staging, prod"})
     page = follow(web, response)
-    assert "Project “Checkout” created." in flashes(page.text)[0]
+    # the first project made in the web UI is the active one at once (issue 24); the API's stay inactive
+    assert "Project “Checkout” created; it is the active project." in flashes(page.text)[0]
     assert "Checkout" in page.text and "staging" in page.text and "prod" in page.text
     api_projects = tenant.api.get("/api/v1/projects").json()["data"]
     assert [(p["name"], p["environments"], p["active"]) for p in api_projects] == [
-        ("Checkout", ["staging", "prod"], False)
+        ("Checkout", ["staging", "prod"], True)
     ]
+    follow(web, web.post("/projects", data={"name": "Second"}))
+    assert {p["name"]: p["active"] for p in tenant.api.get("/api/v1/projects").json()["data"]} == {
+        "Checkout": True, "Second": False}
 
 
 def test_create_project_validation_keeps_input(tenant: Tenant) -> None:

@@ -52,8 +52,8 @@ def test_runs_list_shows_status_and_counts(tenant: Tenant) -> None:
     assert page.status_code == 200
     text = text_of(page.text)
     assert "Nightly <42>" in text and "Manual pass" in text and "Completed" in text and "Pending" in text
-    assert "4 total" in text and "1 passed" in text and "1 failed" in text and "1 broken" in text
-    assert 'role="img" aria-label="1 passed, 1 failed, 1 broken, 1 skipped"' in page.text
+    assert "4 total" in text and "1 passed" in text and "1 failed" in text and "1 blocked" in text
+    assert 'role="img" aria-label="1 passed, 1 failed, 1 blocked, 1 skipped"' in page.text
     completed = web.get("/runs?status=COMPLETED", headers=HTML)
     assert "Nightly" in completed.text and "Manual pass" not in completed.text
     other = tenant.create_project("Other")

@@ -160,15 +160,15 @@ def test_new_run_assign_execute_and_my_work(tenant: Tenant) -> None:
     assert "<script>" not in view.text  # no inline script (strict CSP)
     loaded = re.search(r'name="loaded_updated_at" value="([^"]+)"', view.text).group(1)
     bad = tester_web.post(f"/results/{half[0]}/execute", data={"status": "", "bug_ticket_url": "javascript:x",
-                                                               "duration_ms": "-3", "loaded_updated_at": loaded,
+                                                               "duration": "-3", "loaded_updated_at": loaded,
                                                                "comment": "kept"})
     assert bad.status_code == 400
-    for field in ("status", "bug_ticket_url", "duration_ms"):
+    for field in ("status", "bug_ticket_url", "duration"):
         assert field_error(bad.text, field), field
     assert "kept" in bad.text
     saved = tester_web.post(f"/results/{half[0]}/execute", data={
         "status": "FAILED", "step_1": "PASSED", "step_2": "FAILED", "note_2": "declined", "comment": "Amex fails",
-        "bug_ticket_key": "PAY-1", "bug_ticket_url": "https://bugs.example.com/PAY-1", "duration_ms": "61000",
+        "bug_ticket_key": "PAY-1", "bug_ticket_url": "https://bugs.example.com/PAY-1", "duration": "1m 1s",
         "loaded_updated_at": loaded, "next": "1", "assignee_id": tester.id})
     assert saved.status_code == 303 and saved.headers["location"] == f"/results/{half[1]}/execute"
     stored = tenant.api.get(f"/api/v1/results/{half[0]}").json()["data"]

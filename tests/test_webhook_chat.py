@@ -79,7 +79,7 @@ def test_slack_message_names_run_counts_failed_tests_with_links_and_is_signed(
     (request,) = receiver.wait_for(1)
     body = json.loads(request.body)
     assert set(body) == {"text", "blocks"}
-    assert "Nightly #7" in body["text"] and "2 failed, 1 broken of 5 tests" in body["text"]
+    assert "Nightly #7" in body["text"] and "2 failed, 1 blocked of 5 tests" in body["text"]
     # the signature headers work as for any delivery: an HMAC of the exact bytes posted
     expected = hmac.new(b"chat-secret", request.body, hashlib.sha256).hexdigest()
     assert request.header("x-service-signature") == f"sha256={expected}"
@@ -111,7 +111,7 @@ def test_teams_and_google_chat_get_their_own_bodies(tenant: Tenant, receivers: C
     card = attachment["content"]
     assert card["type"] == "AdaptiveCard" and card["actions"][0]["url"] == f"{base}/runs/{run_id}"
     facts = next(block["facts"] for block in card["body"] if block["type"] == "FactSet")
-    assert {"title": "Failed", "value": "2"} in facts and {"title": "Broken", "value": "1"} in facts
+    assert {"title": "Failed", "value": "2"} in facts and {"title": "Blocked", "value": "1"} in facts
     texts = [block.get("text", "") for block in card["body"]]
     assert any(f"[{login['code']}]({base}/cases/{login['id']})" in t for t in texts)
 

@@ -55,6 +55,8 @@ from tms.library.fields import web as web_fields
 from tms.library.projects import api as projects_api
 from tms.library.projects import web as web_projects
 from tms.library.sections import api as sections_api
+from tms.library.shared_steps import api as shared_steps_api
+from tms.library.shared_steps import web as web_shared_steps
 from tms.library.transfer import api as case_io_api
 from tms.notifications import web as web_webhooks
 from tms.notifications import web_api as webhooks_api
@@ -73,6 +75,7 @@ from tms.planning.plans import web as web_plans
 from tms.reports import api as reports_api
 from tms.reports import web as reports_web
 from tms.runs import api as runs_api
+from tms.runs import statuses
 from tms.runs import web as web_runs
 from tms.runs.executions import api as executions_api
 from tms.runs.executions import web as web_execution
@@ -80,13 +83,14 @@ from tms.runs.ingest import api as ingest_api
 from tms.runs.results import api as results_api
 from tms.runs.retention import api as retention_api
 from tms.runs.retention import service as retention
-from tms.state import AppState
+from tms.state import AppState, dependencies
 from tms.team import accounts
 from tms.team import api as team_api
 from tms.team import store as user_store
 from tms.team import web as web_team
 from tms.team.audit import service as audit
 from tms.team.audit import web as web_audit
+from tms.team.ldap import service as ldap_service
 from tms.team.ldap import web as web_ldap
 from tms.team.me import api as me_api
 from tms.team.scim import api as scim_api
@@ -161,6 +165,11 @@ def _api_router() -> Router:
             fields_api.get_field,
             fields_api.update_field,
             fields_api.delete_field,
+            shared_steps_api.list_steps,
+            shared_steps_api.create_step,
+            shared_steps_api.get_step,
+            shared_steps_api.update_step,
+            shared_steps_api.delete_step,
             cases_api.list_versions,
             *review_api.ROUTES,
             case_io_api.export_cases,
@@ -205,6 +214,7 @@ def _web_routers() -> list[Any]:
         web_ai.router(),
         web_projects.router(),
         web_fields.router(),
+        web_shared_steps.router(),
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),
@@ -252,6 +262,10 @@ async def _offer_setup(app: Litestar) -> None:
 def _template_filters(engine: JinjaTemplateEngine) -> None:
     """Filters every page may use: one reading of an audit entry's ``changes`` for all of them."""
     engine.engine.filters["change_lines"] = audit.change_lines
+    # one word per result status on every page (Blocked, Untested): tms.runs.statuses owns them (issue 23)
+    engine.engine.filters["status_label"] = statuses.label
+    engine.engine.globals.update(RESULT_STATUSES=statuses.RESULT_STATUSES, STATUS_LABELS=statuses.LABELS,
+                                 STATUS_COLORS=statuses.COLORS, FAILING_STATUSES=statuses.FAILING)
 
 
 def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
@@ -264,6 +278,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.open()
+        # LDAP bind passwords stored in clear before migration 0042 are encrypted (a migration cannot)
+        await ldap_service.seal_plain_passwords(db, config)
         config.attachments_dir.mkdir(parents=True, exist_ok=True)
         await _offer_setup(app)
         # the CSRF middleware reads its secret from this config object on each request
@@ -361,6 +377,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         ],
         lifespan=[lifespan],
         state=state,
+        dependencies=dependencies(),
         stores={"sessions": session_store},
         middleware=[operations_api.PROMETHEUS.middleware, options_middleware, request_gauge.middleware,
                     session_config.middleware, web_sso.login_choices],

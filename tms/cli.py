@@ -55,6 +55,12 @@ def _build_parser() -> argparse.ArgumentParser:
     status.add_argument("--status", required=True, choices=("ACTIVE", "SUSPENDED"))
     unlock = admin_commands.add_parser("unlock-user", help="lift sign-in throttling for an account (every client)")
     unlock.add_argument("--email", required=True)
+    two_factor = admin_commands.add_parser("two-factor", help="two-factor sign-in of an account")
+    two_factor_commands = two_factor.add_subparsers(dest="two_factor_command", required=True, metavar="COMMAND")
+    two_factor_reset = two_factor_commands.add_parser(
+        "reset", help="remove an account's two-factor (lost device, no recovery code, no admin to reset it) and "
+        "end its sessions; audited")
+    two_factor_reset.add_argument("--email", required=True)
 
     backup = admin_commands.add_parser("backup", help="write a consistent copy of the SQLite database (safe while "
                                        "serve runs)")
@@ -239,6 +245,8 @@ def _admin(config: Config, args: argparse.Namespace) -> int:
             return _backup(config, args.file)
         elif args.admin_command == "unlock-user":
             print(_run_with_db(config, lambda db: _unlock_user(db, args.email)))
+        elif args.admin_command == "two-factor":
+            print(_run_with_db(config, lambda db: _reset_two_factor(db, args.email)))
         elif args.admin_command == "attachments":
             from tms.attachments.migrate import run as migrate_attachments
 
@@ -256,6 +264,12 @@ async def _unlock_user(db: Any, email: str) -> str:
 
     forgotten = await unlock(db, email)
     return f"sign-in for {email} is no longer throttled ({forgotten} failed attempts forgotten)"
+
+
+async def _reset_two_factor(db: Any, email: str) -> str:
+    from tms.team.signin import two_factor
+
+    return await two_factor.reset_by_email(db, email)
 
 
 def _backup(config: Config, file: str) -> int:

@@ -64,9 +64,15 @@ DISK_FULL_DETAIL = ("The server's disk is full, so nothing was stored. Reading s
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
+# PostgreSQL's SQLSTATE disk_full (class 53, insufficient resources: "could not extend file …: No space
+# left on device"); asyncpg raises it as asyncpg.exceptions.DiskFullError. Read by its code, not its
+# class, so that this module needs no driver (and out_of_memory, 53200, stays a 500: not a disk).
+POSTGRES_DISK_FULL = "53100"
+
+
 def is_disk_full(exc: BaseException) -> bool:
-    """SQLite's SQLITE_FULL ("database or disk is full") or a file write's ENOSPC/EDQUOT, raised
-    directly or as the cause of what was raised."""
+    """A full disk on either backend, raised directly or as the cause of what was raised: SQLite's
+    SQLITE_FULL ("database or disk is full"), a file write's ENOSPC/EDQUOT, or PostgreSQL's 53100."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -74,6 +80,8 @@ def is_disk_full(exc: BaseException) -> bool:
         if isinstance(current, sqlite3.Error) and getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
             return True
         if isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS:
+            return True
+        if getattr(current, "sqlstate", None) == POSTGRES_DISK_FULL:
             return True
         current = current.__cause__ or current.__context__
     return False

@@ -9,14 +9,18 @@ checker. ``AppState`` declares its keys; ``db_of(request)`` / ``config_of(reques
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.params import Dependency
+
+# imported at run time (not only for the type checker): Litestar reads the providers' annotations
+from tms.config import Config
+from tms.db import Database
 
 if TYPE_CHECKING:
-    from tms.config import Config
-    from tms.db import Database
     from tms.team.signin.throttle import LoginThrottle
     from tms.team.tokens.service import LastUsedTracker
 
@@ -63,6 +67,27 @@ def app_state(connection: Connection) -> AppState:
     # create_app is the one place that builds the app and its state (tests may stand in a namespace
     # with the keys they need), so this is a declaration to the type checker, not a runtime check
     return cast(AppState, connection.app.state)
+
+
+def provide_db(state: State) -> Database:
+    """The ``db`` dependency (Litestar ``Provide``): a handler that names a ``db: Database`` parameter gets it."""
+    return cast(AppState, state).db
+
+
+def provide_config(state: State) -> Config:
+    """The ``config`` dependency: a handler that names a ``config: Config`` parameter gets it."""
+    return cast(AppState, state).config
+
+
+# What a handler names to get them: ``db: DatabaseDep`` / ``config: ConfigDep``. Not validated (the
+# values come from the app, not the request; ``Database`` is a Protocol msgspec cannot check).
+DatabaseDep = Annotated[Database, Dependency(skip_validation=True)]
+ConfigDep = Annotated[Config, Dependency(skip_validation=True)]
+
+
+def dependencies() -> dict[str, Any]:
+    """What ``create_app`` registers app-wide: ``Provide`` for the database and the settings."""
+    return {"db": Provide(provide_db, sync_to_thread=False), "config": Provide(provide_config, sync_to_thread=False)}
 
 
 def db_of(connection: Connection) -> Database:

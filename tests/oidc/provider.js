@@ -9,6 +9,8 @@
 //   POST /test/accounts  {email, email_verified, groups, name}          an account, signed in as <email>
 //   POST /test/rotate                                                   new signing key; the old one is gone
 //   POST /test/forge-jwks                                               /jwks serves other keys under the same kids
+//   POST /test/clock     {offset_seconds}                               the provider's clock runs that far off
+//                                                                       (its tokens' iat and exp with it)
 // Clients and accounts live in the process's memory and survive a rotation.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -20,6 +22,10 @@ const host = '127.0.0.1';
 const accounts = new Map();
 const clients = new Map();
 let forgeJwks = false;
+// the whole process's clock: oidc-provider reads the time through Date.now (its epochTime helper)
+let clockOffset = 0;
+const realNow = Date.now;
+Date.now = () => realNow() + clockOffset * 1000;
 
 function newKey() {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -115,6 +121,10 @@ server.listen(port, host, () => {
       if (req.method === 'POST' && req.url === '/test/forge-jwks') {
         forgeJwks = true;
         return answer(res, 200, {});
+      }
+      if (req.method === 'POST' && req.url === '/test/clock') {
+        clockOffset = Number((await readJson(req)).offset_seconds) || 0;
+        return answer(res, 200, { offset_seconds: clockOffset });
       }
       if (forgeJwks && req.method === 'GET' && req.url.startsWith('/jwks')) {
         // the same kid, another key: a token signed by the real key must not verify against it

@@ -19,7 +19,7 @@ from tms.ai.provider import ProviderError
 from tms.errors import Conflict, DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.library.projects import service as project_service
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin.session import page_guard
 
 # Upstream trouble is the provider's, not ours: a gateway status, never a 500.
@@ -53,10 +53,10 @@ async def ai_page(request: AnyRequest) -> Template:
 
 
 @post("/generate", status_code=303)
-async def generate(request: AnyRequest) -> Template | Redirect:
+async def generate(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form, _ = await form_of(request)
     form = {k: form.get(k, "") for k in ("requirement", "tags", "priority", "layer")}
-    db, tenant_id = db_of(request), tenant_of(request)
+    db, tenant_id = db, tenant_of(request)
     project = await project_service.get_active_project(db, tenant_id)
     if project is None:
         return await _index(request, form=form, status_code=400,
@@ -64,7 +64,7 @@ async def generate(request: AnyRequest) -> Template | Redirect:
     try:
         options = ai_service.parse_options(form["tags"], form["priority"], form["layer"])
         generation_id = await ai_service.generate(
-            db, config_of(request), tenant_id=tenant_id, user_id=user_of(request).id, project_id=project.id,
+            db, config, tenant_id=tenant_id, user_id=user_of(request).id, project_id=project.id,
             requirement=form["requirement"], options=options,
         )
     except ProviderError as exc:
@@ -100,7 +100,7 @@ async def drafts_page(request: AnyRequest, generation_id: str) -> Template:
 
 
 @post("/generations/{generation_id:str}", status_code=303)
-async def save_drafts(request: AnyRequest, generation_id: str) -> Template | Redirect:
+async def save_drafts(request: AnyRequest, db: DatabaseDep, generation_id: str) -> Template | Redirect:
     generation = await _generation(request, generation_id)
     form, multi = await form_of(request)
     kept = set(multi.get("keep", []))
@@ -118,7 +118,7 @@ async def save_drafts(request: AnyRequest, generation_id: str) -> Template | Red
 
     try:
         parsed = ai_service.parse_options(options["tags"], options["priority"], options["layer"])
-        created = await ai_service.save_drafts(db_of(request), tenant_of(request), generation_id, drafts, parsed)
+        created = await ai_service.save_drafts(db, tenant_of(request), generation_id, drafts, parsed)
     except Conflict as exc:
         return again(exc.detail, 409)
     except DomainError as exc:

@@ -27,7 +27,9 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0014_bigint_counts            (PostgreSQL only: results_manual as BIGINT, like the other counts)
     0015_tracker_out              0035_tracker_out
     0016_bigint_flags             (PostgreSQL only: two 0/1 flags of 0008 and 0012 as BIGINT)
+    0023_ldap_bind_password_sealed  0042_ldap_bind_password_sealed
     0018_comments                 0037_comments
+    0017_shared_steps             0036_shared_steps
     0019_case_review              0038_case_review
 """
 

@@ -26,11 +26,13 @@ import hashlib
 import re
 from functools import lru_cache
 
+from tms.runs.statuses import FAILING
+
 FRAMES = 2
 MAX_MESSAGE = 2_000
 MAX_STACK = 16_000
 MAX_LINES = 60  # the top frames are near the top: the rest of a deep stack (or a recursion) is not read
-FINGERPRINTED = frozenset(("FAILED", "BROKEN"))
+FINGERPRINTED = FAILING
 
 # Every pattern starts with a literal or a character class, so the regex engine scans for its first
 # character in C instead of trying the whole pattern at each position (``\b`` or a look-behind first

@@ -24,10 +24,9 @@ from tms.failures.quarantine.service import active as active_quarantine
 from tms.ids import iso_days_ago, now_iso
 from tms.library.cases.service import find_case_row
 from tms.library.gherkin.service import checklist_page, off_loop
+from tms.library.shared_steps import service as shared_steps
 from tms.runs import store as run_store
-
-FAILING = frozenset(("FAILED", "BROKEN"))
-
+from tms.runs.statuses import FAILING
 
 # ---- write time ------------------------------------------------------------------------------------
 
@@ -107,7 +106,8 @@ async def _failed_step(db: Database | Transaction, tenant_id: str, manual: Manua
         return None, None
     index, note = int(failed[0]["index"]), failed[0].get("comment")
     case = None if manual.case_id is None else await find_case_row(db, tenant_id, manual.case_id)
-    text = None if case is None else case["bdd_content"]
+    text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case["project_id"],
+                                                                            case["bdd_content"])
     step = None if not text else await off_loop(text, _step_text, text, index)
     # a step the case no longer has (edited since): still this case's step, never another case's
     return step or f"step {index} of {manual.case_id}", note if isinstance(note, str) else None
@@ -149,6 +149,13 @@ async def _run(db: Database, tenant_id: str, run_id: str) -> Row:
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run
+
+
+async def fingerprint_messages(db: Database, tenant_id: str, project_id: str, fingerprints: list[str]
+                               ) -> dict[str, str]:
+    """fingerprint -> the first message seen with it: a known issue reads as its failure, not its hash."""
+    rows = await store.first_seen(db, tenant_id, project_id, [f for f in fingerprints if f])
+    return {fingerprint: row["error_message"] or "" for fingerprint, row in rows.items()}
 
 
 async def clusters(db: Database, tenant_id: str, run_id: str) -> list[Cluster]:

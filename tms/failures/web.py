@@ -68,8 +68,11 @@ async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[st
     issues: list[KnownIssue] = []
     if project is not None:
         issues, _ = await known_issue_service.list_issues(db, tenant, project_id=project.id, limit=500)
+    messages = {} if project is None else await failure_service.fingerprint_messages(
+        db, tenant, project.id, [i.fingerprint for i in issues if i.fingerprint])
     return render(request, "failures/known_issues.html", status_code=status_code, active_nav="failures",
-                  project=project, projects=await project_service.list_projects(db, tenant), issues=issues,
+                  project=project, messages=messages, issues=issues,
+                  projects=await project_service.list_projects(db, tenant),
                   form=form or {}, errors=errors or {},
                   pattern_hint=(f"a regular expression (RE2 syntax) over the first {MAX_SUBJECT:,} characters of "
                                 "message and stack, e.g. ConnectionError: .*payments (at most "

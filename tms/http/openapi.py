@@ -30,12 +30,13 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from tms.http.problems import PROBLEM_JSON
 from tms.library.cases.models import CASE_STATUSES, REVIEW_STATES, AutomationStatus, Layer, Priority
 from tms.library.cases.store import SORTS as CASE_SORTS
-from tms.library.transfer.service import FORMATS as IMPORT_FORMATS
+from tms.library.transfer.csvfile import FORMATS as IMPORT_FORMATS
 from tms.notifications.events import EVENT_NAMES
 from tms.planning.milestones.models import MILESTONE_STATUSES
 from tms.runs.ingest.models import NUL_REPLACED_FIELDS, IngestBody
 from tms.runs.models import RUN_STATUSES
-from tms.runs.results.models import RESULT_STATUSES, ResultsBody
+from tms.runs.results.models import ResultsBody
+from tms.runs.statuses import RESULT_STATUSES
 
 REF = "#/components/schemas/{name}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")

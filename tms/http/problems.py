@@ -15,15 +15,9 @@ from typing import Any
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 
-from tms import errors
-from tms.errors import DISK_FULL_DETAIL, DomainError, InsufficientStorage
+from tms.errors import DISK_FULL_DETAIL, DomainError, InsufficientStorage, is_disk_full
 
 log = logging.getLogger(__name__)
-
-# PostgreSQL's SQLSTATE disk_full (class 53, insufficient resources: "could not extend file …: No space
-# left on device"); asyncpg raises it as asyncpg.exceptions.DiskFullError. Read by its code, not its
-# class, so that this module needs no driver (and out_of_memory, 53200, stays a 500: not a disk).
-POSTGRES_DISK_FULL = "53100"
 
 AnyRequest = Request[Any, Any, Any]
 PROBLEM_JSON = "application/problem+json"
@@ -103,20 +97,6 @@ def handle_domain_error(request: AnyRequest, exc: DomainError) -> Response[Any]:
     errors = exc.errors or ([{"field": exc.field, "message": exc.detail}] if exc.field else None)
     return problem_response(exc.status_code, exc.detail, title=exc.title, errors=errors)
 
-
-def is_disk_full(exc: BaseException) -> bool:
-    """A full disk on either backend, raised directly or as the cause of what was raised: SQLite's
-    SQLITE_FULL or a file write's ENOSPC/EDQUOT (``tms.errors.is_disk_full``), or PostgreSQL's 53100."""
-    if errors.is_disk_full(exc):
-        return True
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if getattr(current, "sqlstate", None) == POSTGRES_DISK_FULL:
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def handle_unexpected(request: AnyRequest, exc: Exception) -> Response[Any]:

@@ -19,13 +19,13 @@ from tms.integrations.models import (
     IntegrationList,
     IntegrationUpdate,
 )
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 
 @get("/integrations", **requires("read"), summary="The tenant's issue-tracker integrations (tokens never shown)")
-async def list_integrations(request: ApiRequest) -> IntegrationList:
-    rows = await service.list_integrations(db_of(request), request.user.tenant_id)
-    base = config_of(request).base_url
+async def list_integrations(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> IntegrationList:
+    rows = await service.list_integrations(db, request.user.tenant_id)
+    base = config.base_url
     return IntegrationList(data=[service.to_api(row, base) for row in rows])
 
 
@@ -33,30 +33,32 @@ async def list_integrations(request: ApiRequest) -> IntegrationList:
       summary="Connect a tracker: kind, name, and for issues created from TMS api_url, api_token, repository "
       "(GitHub), project_path (GitLab) or project_key and api_user (Jira)",
       description="The answer holds the webhook `secret` once; `api_token` is stored encrypted and never returned.")
-async def create_integration(request: ApiRequest, data: JSONBody[IntegrationCreate]) -> IntegrationEnvelope:
-    created = await service.create_from_api(db_of(request), config_of(request), request.user.tenant_id, data)
+async def create_integration(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                             data: JSONBody[IntegrationCreate]) -> IntegrationEnvelope:
+    created = await service.create_from_api(db, config, request.user.tenant_id, data)
     return IntegrationEnvelope(data=created)
 
 
 @get("/integrations/{integration_id:str}", **requires("read"), summary="One integration (its token never shown)")
-async def get_integration(request: ApiRequest, integration_id: str) -> IntegrationEnvelope:
-    row = await service.get_integration(db_of(request), request.user.tenant_id, integration_id)
-    return IntegrationEnvelope(data=service.to_api(row, config_of(request).base_url))
+async def get_integration(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                          integration_id: str) -> IntegrationEnvelope:
+    row = await service.get_integration(db, request.user.tenant_id, integration_id)
+    return IntegrationEnvelope(data=service.to_api(row, config.base_url))
 
 
 @patch("/integrations/{integration_id:str}", **requires("write"),
        summary="Change an integration's settings; null clears one (api_token: null forgets the token)")
-async def update_integration(request: ApiRequest, integration_id: str,
+async def update_integration(request: ApiRequest, db: DatabaseDep, config: ConfigDep, integration_id: str,
                              data: JSONBody[IntegrationUpdate]) -> IntegrationEnvelope:
-    updated = await service.update_from_api(db_of(request), config_of(request), request.user.tenant_id,
+    updated = await service.update_from_api(db, config, request.user.tenant_id,
                                             integration_id, data)
     return IntegrationEnvelope(data=updated)
 
 
 @delete("/integrations/{integration_id:str}", **requires("write"),
         summary="Remove an integration: its webhook URL stops working and its token is forgotten")
-async def delete_integration(request: ApiRequest, integration_id: str) -> None:
-    await service.delete_integration(db_of(request), request.user.tenant_id, integration_id)
+async def delete_integration(request: ApiRequest, db: DatabaseDep, integration_id: str) -> None:
+    await service.delete_integration(db, request.user.tenant_id, integration_id)
 
 
 @post("/results/{result_id:str}/defect", **requires("write"),
@@ -65,8 +67,9 @@ async def delete_integration(request: ApiRequest, integration_id: str) -> None:
       description="`title` and `body` default to the case, the failed step or error and stack, the environment, "
       "a link to the result and its attachments' links. 409 when the result is not failed or broken or already "
       "has a bug; 502 when the tracker refuses or does not answer (nothing is linked; retry).")
-async def create_defect(request: ApiRequest, result_id: str, data: JSONBody[DefectCreate]) -> DefectEnvelope:
-    defect = await service.create_defect(db_of(request), config_of(request), request.user.tenant_id, result_id, data)
+async def create_defect(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                        result_id: str, data: JSONBody[DefectCreate]) -> DefectEnvelope:
+    defect = await service.create_defect(db, config, request.user.tenant_id, result_id, data)
     return DefectEnvelope(data=defect)
 
 

@@ -34,6 +34,7 @@ from tms.integrations.outbound import Target, TrackerError
 from tms.library.cases import service as cases
 from tms.library.cases.models import Case
 from tms.library.gherkin import service as gherkin
+from tms.library.shared_steps import service as shared_steps
 from tms.notifications.events import emit_many
 from tms.notifications.safety import literal_address_problem, url_problem
 from tms.runs import service as runs
@@ -41,6 +42,7 @@ from tms.runs.executions import service as executions
 from tms.runs.executions.models import ResultPatch
 from tms.runs.models import Run
 from tms.runs.results.models import Result
+from tms.runs.statuses import FAILING
 from tms.team.audit import service as audit
 from tms.team.signin import secret_box
 
@@ -439,7 +441,7 @@ def _timeout(config: Config) -> float:
 
 # --- create a defect from a failed result ---------------------------------------------------------
 
-FAILING_STATUSES = ("FAILED", "BROKEN")
+FAILING_STATUSES = FAILING
 # a claim older than this is a crashed creation's leftover (the tracker call itself times out long before)
 CLAIM_STALE_SECONDS = 300
 _MAX_STACK = 8_000
@@ -473,10 +475,13 @@ async def _failure(db: Database, tenant_id: str, result_id: str) -> Failure:
             case = await cases.get_case(db, tenant_id, result.test_case_id)
         except NotFound:
             case = None
-    return Failure(result, run, case, _failed_step(result, case))
+    # the case's checklist as step_results index it: its shared steps expanded
+    gherkin_text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case.project_id,
+                                                                                    case.bdd_content)
+    return Failure(result, run, case, _failed_step(result, gherkin_text))
 
 
-def _failed_step(result: Result, case: Case | None) -> str | None:
+def _failed_step(result: Result, gherkin_text: str | None) -> str | None:
     """'3. When I pay — the note' for the first failed or broken step, when steps were marked."""
     if result.step_results is None:
         return None
@@ -489,8 +494,8 @@ def _failed_step(result: Result, case: Case | None) -> str | None:
         return None
     index: int = failed["index"]
     text = ""
-    if case is not None:
-        page = gherkin.checklist_page(case.bdd_content, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
+    if gherkin_text is not None:
+        page = gherkin.checklist_page(gherkin_text, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
         for group in page.groups:
             for step in group.steps:
                 if step.index == index:
@@ -544,6 +549,11 @@ async def defect_draft(db: Database, config: Config, tenant_id: str, result_id: 
 async def defect_integrations(db: Database, tenant_id: str) -> list[Row]:
     """The tenant's integrations that can create issues (for the "Create issue" form)."""
     return [row for row in await integration_store.list_integrations(db, tenant_id) if outbound_ready(row)]
+
+
+async def can_create_issues(db: Database, tenant_id: str) -> bool:
+    """Whether "Create issue" may be offered: an integration of the tenant has outbound credentials."""
+    return bool(await defect_integrations(db, tenant_id))
 
 
 async def create_defect(db: Database, config: Config, tenant_id: str, result_id: str, body: DefectCreate) -> Defect:

@@ -22,7 +22,7 @@ from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not
 from tms.integrations import KINDS
 from tms.integrations import service as integration_service
 from tms.integrations.models import DefectCreate
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin.session import needs_role, page_guard, safe_next
 
 # The secret crosses the redirect in the server-side session and is popped by the next GET, so it is
@@ -33,10 +33,10 @@ MAX_INBOUND_BYTES = 2 * 1024 * 1024
 
 
 @post("/{integration_id:str}", status_code=200, include_in_schema=False)
-async def inbound(request: Request[Any, Any, Any], integration_id: str) -> Response[dict[str, Any]]:
+async def inbound(request: Request[Any, Any, Any], db: DatabaseDep, integration_id: str) -> Response[dict[str, Any]]:
     body = await request.body()
     receipt = await integration_service.receive(
-        db_of(request), integration_id, request.headers, dict(request.query_params), body
+        db, integration_id, request.headers, dict(request.query_params), body
     )
     return Response(receipt.body(), status_code=receipt.status_code)
 
@@ -88,12 +88,12 @@ async def integrations_page(request: AnyRequest) -> Template:
 
 
 @post("/", status_code=303)
-async def create_integration(request: AnyRequest) -> Template | Redirect:
+async def create_integration(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, _ = await form_of(request)
     form = {key: form.get(key, "") for key in ("kind", "name", "repository")}
     try:
         created = await integration_service.create_integration(
-            db_of(request), tenant_of(request), form["kind"], form["name"], form["repository"]
+            db, tenant_of(request), form["kind"], form["name"], form["repository"]
         )
     except DomainError as exc:
         return await _list_page(request, form=form, errors=field_errors(exc, "name"), status_code=400)
@@ -131,7 +131,8 @@ _OUTBOUND_FORM = ("api_url", "api_user", "repository", "project_path", "project_
 
 
 @post("/{integration_id:str}/outbound", status_code=303)
-async def save_outbound(request: AnyRequest, integration_id: str) -> Template | Redirect:
+async def save_outbound(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                        integration_id: str) -> Template | Redirect:
     """The tracker API settings. A blank token keeps the stored one; "forget_token" removes it."""
     form, _ = await form_of(request)
     changes: dict[str, str | None] = {key: form[key] for key in _OUTBOUND_FORM if key in form}
@@ -141,7 +142,7 @@ async def save_outbound(request: AnyRequest, integration_id: str) -> Template | 
     if form.get("forget_token"):
         changes["api_token"] = None
     try:
-        await integration_service.update_integration(db_of(request), config_of(request), tenant_of(request),
+        await integration_service.update_integration(db, config, tenant_of(request),
                                                      integration_id, changes)
     except NotFound as exc:
         raise not_found("integration") from exc
@@ -153,9 +154,9 @@ async def save_outbound(request: AnyRequest, integration_id: str) -> Template | 
 
 
 @post("/{integration_id:str}/secret", status_code=303)
-async def regenerate_secret(request: AnyRequest, integration_id: str) -> Redirect:
+async def regenerate_secret(request: AnyRequest, db: DatabaseDep, integration_id: str) -> Redirect:
     try:
-        secret = await integration_service.regenerate_secret(db_of(request), tenant_of(request), integration_id)
+        secret = await integration_service.regenerate_secret(db, tenant_of(request), integration_id)
     except NotFound as exc:
         raise not_found("integration") from exc
     request.session[_SHOWN_ONCE_KEY] = {"id": integration_id, "secret": secret}
@@ -164,9 +165,9 @@ async def regenerate_secret(request: AnyRequest, integration_id: str) -> Redirec
 
 
 @post("/{integration_id:str}/delete", status_code=303)
-async def delete_integration(request: AnyRequest, integration_id: str) -> Redirect:
+async def delete_integration(request: AnyRequest, db: DatabaseDep, integration_id: str) -> Redirect:
     try:
-        await integration_service.delete_integration(db_of(request), tenant_of(request), integration_id)
+        await integration_service.delete_integration(db, tenant_of(request), integration_id)
     except NotFound as exc:
         raise not_found("integration") from exc
     return done(request, "/settings/integrations", "Integration deleted. Its webhook URL no longer works.")
@@ -182,13 +183,13 @@ def settings_router() -> Router:
 
 
 @post("/cases/{case_ref:str}/retest", status_code=303)
-async def flag_case(request: AnyRequest, case_ref: str) -> Redirect:
+async def flag_case(request: AnyRequest, db: DatabaseDep, case_ref: str) -> Redirect:
     """Form fields: ``needs_retest`` ("true" to flag, "false" to clear), optional ``reason``, ``next``."""
     form, _ = await form_of(request)
     flag = form.get("needs_retest", "true").strip().lower() not in ("false", "0", "off", "")
     try:
         case = await retest_service.flag_case_by_hand(
-            db_of(request), tenant_of(request), case_ref, flag, form.get("reason") or None
+            db, tenant_of(request), case_ref, flag, form.get("reason") or None
         )
     except NotFound as exc:
         raise not_found("test case") from exc
@@ -229,7 +230,7 @@ async def defect_page(request: AnyRequest, result_id: str) -> Template:
 
 
 @post("/results/{result_id:str}/defect", status_code=303)
-async def create_defect(request: AnyRequest, result_id: str) -> Template | Redirect:
+async def create_defect(request: AnyRequest, db: DatabaseDep, config: ConfigDep, result_id: str) -> Template | Redirect:
     form, _ = await form_of(request)
     kept = {key: form.get(key, "") for key in ("integration_id", "title", "body", "back")}
     body, errors = convert(DefectCreate, {"integration_id": kept["integration_id"], "title": kept["title"] or None,
@@ -237,7 +238,7 @@ async def create_defect(request: AnyRequest, result_id: str) -> Template | Redir
     if body is None:
         return await _defect_page(request, result_id, form=kept, errors=errors, status_code=400)
     try:
-        defect = await integration_service.create_defect(db_of(request), config_of(request), tenant_of(request),
+        defect = await integration_service.create_defect(db, config, tenant_of(request),
                                                          result_id, body)
     except NotFound as exc:
         if exc.field != "integration_id":

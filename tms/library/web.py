@@ -35,7 +35,9 @@ from tms.library.fields import service as field_service
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import SectionCreate, SectionUpdate
+from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
+from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
 from tms.state import config_of, db_of
 from tms.team.signin.session import page_guard
 
@@ -184,7 +186,7 @@ async def export(request: AnyRequest) -> Stream | Redirect:
         return done(request, "/cases", "Choose a project to export.", "error")
     assert project_id is not None
     filtered = any(v for k, v in view.params.items() if k not in ("project_id", "sort", "order", "limit", "offset"))
-    return Stream(case_io.export_csv(db, tenant, project_id, view.query if filtered else None),
+    return Stream(case_export.export_csv(db, tenant, project_id, view.query if filtered else None),
                   media_type="text/csv",
                   headers={"Content-Disposition": 'attachment; filename="cases.csv"'})
 
@@ -260,7 +262,7 @@ async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[s
                        status_code: int = 200) -> Template:
     projects = await project_service.list_projects(db_of(request), tenant_of(request))
     return render(request, "cases/import.html", status_code=status_code, active_nav="cases", projects=projects,
-                  form=form, errors=errors, max_mb=case_io.MAX_IMPORT_BYTES // (1024 * 1024))
+                  form=form, errors=errors, max_mb=MAX_IMPORT_BYTES // (1024 * 1024))
 
 
 @get("/import")
@@ -269,7 +271,7 @@ async def import_page(request: AnyRequest) -> Template:
     return await _import_form(request, {"project_id": active.id if active else "", "format": "csv"}, {})
 
 
-@post("/import", status_code=200, request_max_body_size=case_io.MAX_IMPORT_BYTES + 64 * 1024)
+@post("/import", status_code=200, request_max_body_size=MAX_IMPORT_BYTES + 64 * 1024)
 async def import_preview(request: AnyRequest) -> Template:
     """Plans the import and shows what it will do; nothing is written until the user confirms."""
     db, tenant = db_of(request), tenant_of(request)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from tms.runs.statuses import LABELS, label
+
 CHAT_FORMATS: tuple[str, ...] = ("slack", "teams", "google_chat")
 FAILED_LIST_MAX = 15  # failed tests named in a message; the rest are counted ("and 12 more")
 TITLE_MAX = 150
@@ -108,21 +110,21 @@ def _completed(data: dict[str, Any], context: Context) -> Message:
     name = _clip(data.get("run_name"), TITLE_MAX)
     problems = failed + broken
     if problems:
-        parts = [f"{failed} failed"] + ([f"{broken} broken"] if broken else [])
+        parts = [f"{failed} failed"] + ([f"{broken} {LABELS['BROKEN'].lower()}"] if broken else [])
         title = f"❌ Run “{name}” completed: {', '.join(parts)} of {_plural(total, 'test')}"
     else:
         title = f"✅ Run “{name}” completed: {passed} of {_plural(total, 'test')} passed"
     facts = [
-        *_run_facts(data, context), ("Passed", str(passed)), ("Failed", str(failed)), ("Broken", str(broken)),
+        *_run_facts(data, context), ("Passed", str(passed)), ("Failed", str(failed)), (LABELS["BROKEN"], str(broken)),
         ("Skipped", str(skipped)), ("Total", str(total)),
     ]
     run_url = _run_url(context.base_url, str(data.get("run_id", "")))
     shown = list(context.failed_tests)[:FAILED_LIST_MAX]
     lines = [
         Line(
-            label=test.test_case_code or ("broken" if test.status == "BROKEN" else "failed"),
+            label=test.test_case_code or label(test.status).lower(),
             text=_clip(test.title, TITLE_MAX)
-            + (" (broken)" if test.status == "BROKEN" and test.test_case_code else ""),
+            + (f" ({label(test.status).lower()})" if test.status == "BROKEN" and test.test_case_code else ""),
             url=_case_url(context.base_url, test.test_case_id) if test.test_case_id else run_url,
         )
         for test in shown

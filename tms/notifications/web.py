@@ -16,7 +16,7 @@ from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not
 from tms.notifications import service as webhook_service
 from tms.notifications.events import EVENT_NAMES
 from tms.notifications.models import FORMATS, SubscriptionCreate, SubscriptionUpdate
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin.session import needs_role, page_guard
 
 EVENT_HELP = {
@@ -89,14 +89,14 @@ async def webhooks_page(request: AnyRequest) -> Template:
 
 
 @post("/", status_code=303)
-async def create_webhook(request: AnyRequest) -> Template | Redirect:
+async def create_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form = _form(*await form_of(request))
     body, errors = convert(SubscriptionCreate, {"url": form["url"], "events": form["events"],
                                                 "secret": form["secret"] or None, "active": form["active"],
                                                 "format": form["format"], "filters": _filters(form)})
     if body is not None:
         try:
-            created = await webhook_service.create_subscription(db_of(request), config_of(request),
+            created = await webhook_service.create_subscription(db, config,
                                                                 tenant_of(request), body)
         except DomainError as exc:
             errors = field_errors(exc, "url")
@@ -132,7 +132,8 @@ async def webhook_page(request: AnyRequest, subscription_id: str) -> Template:
 
 
 @post("/{subscription_id:str}", status_code=303)
-async def update_webhook(request: AnyRequest, subscription_id: str) -> Template | Redirect:
+async def update_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                         subscription_id: str) -> Template | Redirect:
     form = _form(*await form_of(request))
     data: dict[str, Any] = {"url": form["url"], "events": form["events"], "active": form["active"],
                             "format": form["format"], "filters": _filters(form)}
@@ -143,7 +144,7 @@ async def update_webhook(request: AnyRequest, subscription_id: str) -> Template 
     body, errors = convert(SubscriptionUpdate, data)
     if body is not None:
         try:
-            await webhook_service.update_subscription(db_of(request), config_of(request), tenant_of(request),
+            await webhook_service.update_subscription(db, config, tenant_of(request),
                                                       subscription_id, body)
         except NotFound as exc:
             raise not_found("webhook") from exc
@@ -175,9 +176,9 @@ async def resume_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 
 
 @post("/{subscription_id:str}/delete", status_code=303)
-async def delete_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+async def delete_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep, subscription_id: str) -> Redirect:
     try:
-        await webhook_service.delete_subscription(db_of(request), config_of(request), tenant_of(request),
+        await webhook_service.delete_subscription(db, config, tenant_of(request),
                                                   subscription_id)
     except NotFound as exc:
         raise not_found("webhook") from exc
@@ -185,10 +186,10 @@ async def delete_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 
 
 @post("/{subscription_id:str}/ping", status_code=303)
-async def ping_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
+async def ping_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep, subscription_id: str) -> Redirect:
     target = f"/settings/webhooks/{subscription_id}"
     try:
-        await webhook_service.ping(db_of(request), config_of(request), tenant_of(request), subscription_id)
+        await webhook_service.ping(db, config, tenant_of(request), subscription_id)
     except NotFound as exc:
         raise not_found("webhook") from exc
     except Conflict as exc:
@@ -197,10 +198,11 @@ async def ping_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
 
 
 @post("/{subscription_id:str}/deliveries/{delivery_id:str}/redeliver", status_code=303)
-async def redeliver(request: AnyRequest, subscription_id: str, delivery_id: str) -> Redirect:
+async def redeliver(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                    subscription_id: str, delivery_id: str) -> Redirect:
     target = f"/settings/webhooks/{subscription_id}"
     try:
-        await webhook_service.redeliver(db_of(request), config_of(request), tenant_of(request), subscription_id,
+        await webhook_service.redeliver(db, config, tenant_of(request), subscription_id,
                                         delivery_id)
     except NotFound as exc:
         raise not_found("delivery") from exc

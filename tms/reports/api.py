@@ -9,7 +9,7 @@ from litestar.response import Stream
 from tms.http.api_auth import ApiRequest, requires
 from tms.reports import service
 from tms.reports.models import REPORT_FORMATS, ExportFormat, ReportEnvelope, ReportFormat, ReportKind
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 
 _REPORT_DESCRIPTION = (
     "`format`: `json` (default: `{data: Report}`), `html` (one self-contained file: inline CSS and SVG, "
@@ -60,8 +60,8 @@ async def milestone_report(request: ApiRequest, milestone_id: str, format: Repor
      description="`format=junit|ctrf|csv`. JUnit and CTRF read back through `tms ingest` into an equal run (case "
      "codes as `@service('CODE')`, statuses, durations, messages, stacks; docs/reports.md lists the limits); "
      "CSV is a spreadsheet export (the reporter reads no CSV).")
-async def export_run(request: ApiRequest, run_id: str, format: ExportFormat = "junit") -> Stream:
-    export = await service.export_run(db_of(request), request.user.tenant_id, run_id, format)
+async def export_run(request: ApiRequest, db: DatabaseDep, run_id: str, format: ExportFormat = "junit") -> Stream:
+    export = await service.export_run(db, request.user.tenant_id, run_id, format)
     return Stream(export.chunks, media_type=export.media_type,
                   headers={"Content-Disposition": f'attachment; filename="{export.filename}"'})
 

@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 
 from tms.db import Row
+from tms.runs.statuses import FAILING
 
 Pages = AsyncIterator[list[Row]]
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -98,7 +99,7 @@ def _testcase(row: Row) -> str:
         parts.append("/>\n")
         return "".join(parts)
     parts.append(">")
-    if status in ("FAILED", "BROKEN"):
+    if status in FAILING:
         tag = "failure" if status == "FAILED" else "error"
         message = row["error_message"]
         parts.append(f"<{tag}" + (f' message="{xml_attr(message)}"' if message else ""))
@@ -153,7 +154,7 @@ def _ctrf_test(row: Row) -> dict[str, Any]:
         test["suite"] = [_tag(row["test_case_code"])]
     if status == "BROKEN":
         test["rawStatus"] = "broken"
-    if status in ("FAILED", "BROKEN"):
+    if status in FAILING:
         message, stack = row["error_message"], row["error_stack"]
         if stack and message and _first_line(stack) == message:
             test["message"] = stack

@@ -13,18 +13,20 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from tms.planning.dashboard.charts import COLORS, pass_rate_trend, stacked_runs
+from tms.planning.dashboard.charts import pass_rate_trend, stacked_runs
 from tms.reports.models import Counts, Report
+from tms.runs.statuses import COLORS, LABELS, RESULT_STATUSES, counted
+from tms.runs.statuses import label as status_label
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 
 
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(status_bar=status_bar, STATUSES=STATUSES, COLORS=COLORS)
+    env.globals.update(status_bar=status_bar, STATUSES=RESULT_STATUSES, COLORS=COLORS, LABELS=LABELS)
+    env.filters["status_label"] = status_label
     env.filters["web_url"] = web_url
     return env
 
@@ -36,9 +38,8 @@ def web_url(url: str | None) -> bool:
 
 def status_bar(counts: Counts, label: str, width: int = 600, height: int = 18) -> Markup:
     """One 100 % bar of the statuses, with a title and description for screen readers."""
-    parts = {"PASSED": counts.passed, "FAILED": counts.failed, "BROKEN": counts.broken, "SKIPPED": counts.skipped,
-             "UNKNOWN": counts.unknown}
-    summary = ", ".join(f"{n} {status.lower()}" for status, n in parts.items() if n) or "no results"
+    parts = dict(counted(counts))
+    summary = ", ".join(f"{n} {status_label(status).lower()}" for status, n in parts.items() if n) or "no results"
     body = [f'<svg class="bar" viewBox="0 0 {width} {height}" preserveAspectRatio="none" role="img" '
             f'xmlns="http://www.w3.org/2000/svg"><title>{escape(label)}: {escape(summary)}</title>']
     if not counts.total:
@@ -48,7 +49,7 @@ def status_bar(counts: Counts, label: str, width: int = 600, height: int = 18) -
         if n and counts.total:
             w = width * n / counts.total
             body.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLORS[status]}">'
-                        f"<title>{n} {status.lower()}</title></rect>")
+                        f"<title>{n} {status_label(status).lower()}</title></rect>")
             x += w
     body.append("</svg>")
     return Markup("".join(body))  # noqa: S704 - every text above is escaped

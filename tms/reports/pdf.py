@@ -15,15 +15,14 @@ from fpdf import FPDF
 from fpdf.fonts import CORE_FONTS_CHARWIDTHS
 
 from tms.reports.models import Counts, Report
+from tms.runs.statuses import LABELS, counted, label, rgb
 
-COLORS = {"PASSED": (26, 127, 55), "FAILED": (207, 34, 46), "BROKEN": (188, 76, 0), "SKIPPED": (140, 149, 159),
-          "UNKNOWN": (208, 215, 222)}
 _LOOK_ALIKES = str.maketrans({"\u2026": "...", "\u2014": "-", "\u2013": "-", "\u2192": "->", "\u2018": "'",
                               "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2022": "*", "\u00a0": " ",
                               "\ufffd": "?"})
 MAX_CELL = 300
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # tabs and other controls: a space (newlines stay)
-COUNT_HEADS = ("Total", "Passed", "Failed", "Broken", "Skipped", "Not run", "Progress", "Pass rate")
+COUNT_HEADS = ("Total", *LABELS.values(), "Progress", "Pass rate")
 
 
 def text(value: Any, limit: int = MAX_CELL) -> str:
@@ -41,8 +40,7 @@ def pct(value: float | None) -> str:
 
 
 def _counts(counts: Counts) -> list[str]:
-    return [str(counts.total), str(counts.passed), str(counts.failed), str(counts.broken), str(counts.skipped),
-            str(counts.unknown), pct(counts.progress), pct(counts.pass_rate)]
+    return [str(counts.total), *(str(n) for _, n in counted(counts)), pct(counts.progress), pct(counts.pass_rate)]
 
 
 class _Document(FPDF):
@@ -97,11 +95,11 @@ def render(report: Report) -> bytes:
     _heading(pdf, "Failures")
     _table(pdf, ("Test", "Status", "Run", "Message", "Bug"),
            [[text(f"{f.test_case_code} {f.title or ''}" if f.test_case_code else f.title or "(untitled)"),
-             f.status.lower(), text(f.run_name, 80), text(f.error_message), text(f.bug_ticket_key or "-")]
+             label(f.status).lower(), text(f.run_name, 80), text(f.error_message), text(f.bug_ticket_key or "-")]
             for f in report.failures],
-           (80, 18, 45, 105, 29), empty="No failed or broken results.")
+           (80, 18, 45, 105, 29), empty="No failed or blocked results.")
     if report.failures_total > len(report.failures):
-        _note(pdf, f"The first {len(report.failures)} of {report.failures_total} failed or broken results are listed.")
+        _note(pdf, f"The first {len(report.failures)} of {report.failures_total} failed or blocked results are listed.")
     return bytes(pdf.output())
 
 
@@ -145,25 +143,23 @@ def _totals(pdf: FPDF, totals: Counts) -> None:
     pdf.set_font("Helvetica", size=10)
     pdf.set_text_color(31, 35, 40)
     line = (f"{totals.total} results  |  pass rate {pct(totals.pass_rate)}  |  progress {pct(totals.progress)}  |  "
-            f"{totals.passed} passed, {totals.failed} failed, {totals.broken} broken, {totals.skipped} skipped, "
-            f"{totals.unknown} not run")
+            + ", ".join(f"{n} {LABELS[status].lower()}" for status, n in counted(totals)))
     pdf.cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
     _bar(pdf, totals, pdf.w - pdf.l_margin - pdf.r_margin, 5)
-    _note(pdf, "Pass rate = passed / executed (every result but the ones not run yet); progress = executed / total.")
+    _note(pdf, "Pass rate = passed / executed (every result but the untested ones); progress = executed / total.")
 
 
 def _bar(pdf: FPDF, counts: Counts, width: float, height: float) -> None:
     """The statuses as one stacked bar (vector rectangles)."""
     x, y = pdf.l_margin, pdf.get_y() + 1
-    parts = (("PASSED", counts.passed), ("FAILED", counts.failed), ("BROKEN", counts.broken),
-             ("SKIPPED", counts.skipped), ("UNKNOWN", counts.unknown))
+    parts = counted(counts)
     if not counts.total:
         pdf.set_fill_color(234, 238, 242)
         pdf.rect(x, y, width, height, style="F")
     for status, n in parts:
         if n and counts.total:
             w = width * n / counts.total
-            pdf.set_fill_color(*COLORS[status])
+            pdf.set_fill_color(*rgb(status))
             pdf.rect(x, y, w, height, style="F")
             x += w
     pdf.set_y(y + height + 1)

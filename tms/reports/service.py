@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tms.db import Database, Row
 from tms.errors import InvalidInput, NotFound
+from tms.failures import fingerprints
 from tms.ids import now_iso
 from tms.reports import export as export_format
 from tms.reports import store
@@ -139,9 +140,10 @@ async def _assignees(db: Database, tenant_id: str, scope: str) -> list[AssigneeL
 
 async def _clusters(db: Database, tenant_id: str, project_id: str, scope: str, run_id: str | None
                     ) -> tuple[list[Cluster], int]:
-    rows, total = await store.clusters(db, tenant_id, project_id, scope, run_id, CLUSTER_LIMIT)
+    rows, total = await store.clusters(db, tenant_id, project_id, scope, run_id, CLUSTER_LIMIT, fingerprints.EMPTY)
     bugs: dict[str, list[BugLink]] = {}
-    for row in await store.cluster_bugs(db, tenant_id, scope, [row["fingerprint"] for row in rows]):
+    for row in await store.cluster_bugs(db, tenant_id, scope, [row["fingerprint"] for row in rows],
+                                        fingerprints.EMPTY):
         bugs.setdefault(row["fingerprint"], []).append(BugLink(key=row["bug_ticket_key"], url=row["bug_ticket_url"]))
     clusters = [Cluster(fingerprint=row["fingerprint"], failures=int(row["failures"]),
                         error_message=_cut(row["error_message"]), first_seen_at=row["first_seen_at"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from tms.db import Database, Row
+from tms.runs.statuses import RESULT_STATUSES
 
 _RUN_COLUMNS = ("id, name, project_id, environment, status, created_at, completed_at, milestone_id, plan_id, "
                 "results_total AS total, results_passed AS passed, results_failed AS failed, "
@@ -17,7 +18,7 @@ _RUN_COLUMNS = ("id, name, project_id, environment, status, created_at, complete
 # one status column per count, added natively on both backends (see docs/DEVELOPING.md)
 _STATUS_SUMS = ", ".join(
     f"SUM(CASE WHEN status = '{status}' THEN 1 ELSE 0 END) AS {status.lower()}"
-    for status in ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+    for status in RESULT_STATUSES
 )
 _IN_RUNS = "run_id IN (SELECT value FROM json_each(:runs))"
 RUNS_LISTED = 500  # a plan's or milestone's report lists its newest runs, up to this many
@@ -117,22 +118,26 @@ async def sections(db: Database, tenant_id: str, project_id: str) -> list[Row]:
 def _prefixed_sums(alias: str) -> str:
     return ", ".join(
         f"SUM(CASE WHEN {alias}.status = '{status}' THEN 1 ELSE 0 END) AS {status.lower()}"
-        for status in ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+        for status in RESULT_STATUSES
     )
 
 
-# Failed and broken results carry a fingerprint (set at write time); the partial indexes
-# test_results_failures / unlinked_results_failures hold exactly those rows.
+# Failed and blocked results carry a fingerprint (set at write time); the partial indexes
+# test_results_failures / unlinked_results_failures hold exactly those rows. Clusters follow the rule of
+# tms.failures (issue 24): automated results only (a manual failure's cause is its tester's note), and a
+# failure that says nothing (:empty, tms.failures.fingerprints.EMPTY) groups with nothing.
 _FAILING = (
     "SELECT fingerprint, error_message, bug_ticket_key, bug_ticket_url FROM test_results"
-    f" WHERE {_IN_RUNS} AND fingerprint IS NOT NULL AND tenant_id = :tenant"
+    f" WHERE {_IN_RUNS} AND fingerprint IS NOT NULL AND tenant_id = :tenant AND source = 'automated'"
+    " AND fingerprint <> :empty"
     " UNION ALL SELECT fingerprint, error_message, bug_ticket_key, bug_ticket_url FROM unlinked_test_results"
-    f" WHERE {_IN_RUNS} AND fingerprint IS NOT NULL AND +tenant_id = :tenant"
+    f" WHERE {_IN_RUNS} AND fingerprint IS NOT NULL AND +tenant_id = :tenant AND source = 'automated'"
+    " AND fingerprint <> :empty"
 )
 
 
 async def clusters(db: Database, tenant_id: str, project_id: str, runs: str, first_run: str | None,
-                   limit: int) -> tuple[list[Row], int]:
+                   limit: int, empty: str) -> tuple[list[Row], int]:
     """The largest ``limit`` failure clusters (fingerprint, count, a message, first seen, new in
     ``first_run``), and how many clusters there are in all."""
     rows = await db.fetch_all(
@@ -142,14 +147,16 @@ async def clusters(db: Database, tenant_id: str, project_id: str, runs: str, fir
         "  GROUP BY fingerprint ORDER BY COUNT(*) DESC, fingerprint LIMIT :limit) AS g"
         " LEFT JOIN failure_fingerprints AS f ON f.tenant_id = :tenant AND f.project_id = :project"
         "  AND f.fingerprint = g.fingerprint ORDER BY g.failures DESC, g.fingerprint",
-        {"runs": runs, "tenant": tenant_id, "project": project_id, "first": first_run or "", "limit": limit},
+        {"runs": runs, "tenant": tenant_id, "project": project_id, "first": first_run or "", "limit": limit,
+         "empty": empty},
     )
     total = await db.fetch_value(
-        f"SELECT COUNT(DISTINCT fingerprint) FROM ({_FAILING}) AS x", {"runs": runs, "tenant": tenant_id})
+        f"SELECT COUNT(DISTINCT fingerprint) FROM ({_FAILING}) AS x",
+        {"runs": runs, "tenant": tenant_id, "empty": empty})
     return rows, int(total or 0)
 
 
-async def cluster_bugs(db: Database, tenant_id: str, runs: str, fingerprints: list[str]) -> list[Row]:
+async def cluster_bugs(db: Database, tenant_id: str, runs: str, fingerprints: list[str], empty: str) -> list[Row]:
     """The distinct bug links (key, URL) on the failures of these clusters."""
     if not fingerprints:
         return []
@@ -157,7 +164,7 @@ async def cluster_bugs(db: Database, tenant_id: str, runs: str, fingerprints: li
         f"SELECT DISTINCT fingerprint, bug_ticket_key, bug_ticket_url FROM ({_FAILING}) AS x "
         "WHERE bug_ticket_key IS NOT NULL AND fingerprint IN (SELECT value FROM json_each(:fps)) "
         "ORDER BY fingerprint, bug_ticket_key",
-        {"runs": runs, "tenant": tenant_id, "fps": json.dumps(fingerprints)},
+        {"runs": runs, "tenant": tenant_id, "fps": json.dumps(fingerprints), "empty": empty},
     )
 
 

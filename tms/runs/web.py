@@ -27,6 +27,7 @@ from tms.http.pages import (
     user_of,
 )
 from tms.http.paging import page_offset
+from tms.integrations import service as integration_service
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
@@ -37,13 +38,13 @@ from tms.runs import service as run_service
 from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
 from tms.runs.results import store as result_store
+from tms.runs.statuses import FAILING, RESULT_STATUSES, counted
 from tms.state import app_state, config_of, db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
-RESULT_STATUSES = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 # results shown per page of a run; a 20,000-result nightly run must not become a 50 MB page
 RESULTS_PAGE = 200
 
@@ -51,9 +52,7 @@ RESULTS_PAGE = 200
 def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
     """(status, count, percent) for the stacked bar of a run."""
     total = counts.total or 0
-    pairs = [("PASSED", counts.passed), ("FAILED", counts.failed), ("BROKEN", counts.broken),
-             ("SKIPPED", counts.skipped), ("UNKNOWN", counts.unknown)]
-    return [(status, n, 100.0 * n / total) for status, n in pairs if n and total]
+    return [(status, n, 100.0 * n / total) for status, n in counted(counts) if n and total]
 
 
 @get("/runs")
@@ -103,10 +102,15 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
         linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
         linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status,
                                              limit=RESULTS_PAGE, offset=offset, assignee=assignee)
-    else:
-        linked_total = linked_counts.get(status, 0) if status else sum(linked_counts.values())
+    elif status:
+        linked_total = linked_counts.get(status, 0)
         linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
                                                  limit=RESULTS_PAGE, linked_total=linked_total)
+    else:  # failed and blocked first (issue 24)
+        linked_total = sum(linked_counts.values())
+        linked = await result_store.page_failures_first(
+            db, tenant, run.id, limit=RESULTS_PAGE, offset=offset,
+            failing_total=sum(linked_counts.get(s, 0) for s in FAILING))
     unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
     unlinked = [] if assignee else await result_store.page_for_run(
         db, tenant, run.id, unlinked=True, offset=unlinked_offset, status=status, limit=RESULTS_PAGE,
@@ -131,9 +135,14 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
                   unlinked_pager=page_numbers(unlinked_total, RESULTS_PAGE, unlinked_offset),
                   unlinked_pager_query=urlencode({k: v for k, v in (("status", status), ("offset", offset)) if v}),
                   assignee=assignee, names=names,
+                  case_titles=await case_service.titles_of(db, tenant, [r["test_case_id"] for r in linked
+                                                                       if r["test_case_id"]]),
                   assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
                   assignee_counts=assignee_counts,
+                  can_file_issue=user_of(request).has_role("tester")
+                  and await integration_service.can_create_issues(db, tenant),
                   open=run.status in run_service.OPEN_STATUSES, history=history,
+                  history_names={**names, **({project.id: project.name} if project else {})},
                   can_write=user_of(request).has_role("tester"))
 
 

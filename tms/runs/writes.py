@@ -40,13 +40,14 @@ from tms.runs.results import store as result_store
 from tms.runs.results.models import ResultIn
 from tms.runs.results.rows import CaseMaps, link, linked_row, unlinked_row
 from tms.runs.results.store import Current, LinkedRow, UnlinkedRow
+from tms.runs.statuses import FAILING, RESULT_STATUSES
 from tms.runs.store import RunCounts
 from tms.team.audit import service as audit
 
 Source = Literal["automated", "manual"]
 # where a result of each status is counted in RunCounts (total is 0, manual the last)
 _SLOT = {status: RunCounts._fields.index(status.lower())
-         for status in ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")}
+         for status in RESULT_STATUSES}
 _MANUAL = RunCounts._fields.index("manual")
 
 
@@ -100,7 +101,7 @@ def texts_to_match(items: Sequence[ResultIn | None]) -> Iterator[tuple[str | Non
     """(message, stack) of each item the stamper will match against known issues: a failure naming no
     bug (lazily: ``known_issues.match_ahead`` walks it in its worker thread)."""
     return ((item.error_message, item.error_stack) for item in items
-            if item is not None and item.status in failures.FAILING and item.bug_ticket_key is None)
+            if item is not None and item.status in FAILING and item.bug_ticket_key is None)
 
 
 async def matcher_ahead(db: Database, tenant_id: str, project_id: str,
@@ -303,7 +304,7 @@ async def save_one(
                                         step_results=changes.get("step_results", row.get("step_results")),
                                         comment=changes.get("comment", row.get("comment")))
     status_now: str = new_status if new_status is not None else row["status"]
-    notes_changed = manual is not None and status_now in ("FAILED", "BROKEN") and (
+    notes_changed = manual is not None and status_now in FAILING and (
         "step_results" in changes or "comment" in changes)
     if new_status is not None or notes_changed:
         key = changes.get("bug_ticket_key", row["bug_ticket_key"])

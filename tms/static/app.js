@@ -38,3 +38,21 @@ document.addEventListener("change", (event) => {
 document.addEventListener("change", (event) => {
   if (event.target.matches("[data-autosubmit]") && event.target.form) event.target.form.submit();
 });
+// Case editor: insert `* shared: <name>` (a shared step, from the datalist) as a line at the caret.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-insert-shared]");
+  if (!button) return;
+  const input = document.getElementById(button.dataset.insertShared);
+  const area = document.getElementById(button.dataset.target);
+  const name = input ? input.value.trim() : "";
+  if (!area || !name) return;
+  const at = area.selectionStart ?? area.value.length;
+  const lineStart = area.value.lastIndexOf("\n", at - 1) + 1;
+  const previous = area.value.slice(0, lineStart).split("\n").slice(-2)[0] || "";
+  const indent = (previous.match(/^[ \t]*/) || [""])[0] || "    ";
+  const line = `${indent}* shared: ${name}\n`;
+  area.value = area.value.slice(0, lineStart) + line + area.value.slice(lineStart);
+  area.focus();
+  area.selectionStart = area.selectionEnd = lineStart + line.length;
+  input.value = "";
+});

@@ -6,7 +6,7 @@
   if (!form) return;
   const steps = Array.from(form.querySelectorAll("li.step"));
   const dialog = document.getElementById("shortcuts");
-  const durationInput = document.getElementById("f-duration_ms");
+  const durationInput = document.getElementById("f-duration");
   const timerOut = document.getElementById("timer");
   const timerToggle = document.getElementById("timer-toggle");
   const suggested = document.getElementById("suggested");
@@ -61,7 +61,27 @@
   steps.forEach((step, i) => step.addEventListener("click", () => { current = i; steps.forEach((s, j) => s.classList.toggle("current", j === i)); }));
 
   // --- timer -------------------------------------------------------------------------------------
-  let elapsed = parseInt(durationInput.value, 10) || 0;
+  // the duration as typed and read: "1m 30s" (tms/runs/executions/durations.py parses it on save)
+  const toMs = (text) => {
+    const raw = text.trim();
+    if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(parseFloat(raw) * 1000);
+    const clock = raw.match(/^(?:(\d+):)?(\d+):(\d{1,2}(?:\.\d+)?)$/);
+    if (clock) return Math.round(((parseInt(clock[1] || "0", 10) * 60 + parseInt(clock[2], 10)) * 60 + parseFloat(clock[3])) * 1000);
+    const units = { h: 3600000, m: 60000, min: 60000, s: 1000, sec: 1000, ms: 1 };
+    let total = 0;
+    for (const [, n, unit] of raw.matchAll(/(\d+(?:\.\d+)?)\s*(ms|min|sec|h|m|s)/gi)) total += parseFloat(n) * units[unit.toLowerCase()];
+    return Math.round(total);
+  };
+  const toWords = (ms) => {
+    const s = ms > 0 ? Math.max(1, Math.round(ms / 1000)) : 0;  // a started timer never reads "0s"
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), rest = s % 60;
+    const parts = [];
+    if (h) parts.push(`${h}h`);
+    if (m) parts.push(`${m}m`);
+    if (rest || !parts.length) parts.push(`${rest}s`);
+    return parts.join(" ");
+  };
+  let elapsed = toMs(durationInput.value);
   let running = true;
   let last = Date.now();
   const show = () => {
@@ -72,7 +92,8 @@
     const now = Date.now();
     if (running) {
       elapsed += now - last;
-      durationInput.value = String(elapsed);
+      // never under the tester's caret: the field being typed in keeps what they type
+      if (document.activeElement !== durationInput) durationInput.value = toWords(elapsed);
     }
     last = now;
     show();
@@ -82,7 +103,7 @@
     running = !running;
     timerToggle.firstChild.textContent = running ? "Pause " : "Resume ";
   };
-  durationInput.addEventListener("change", () => { elapsed = parseInt(durationInput.value, 10) || 0; show(); });
+  durationInput.addEventListener("change", () => { elapsed = toMs(durationInput.value); show(); });
   durationInput.addEventListener("focus", () => { if (running) toggleTimer(); });
   timerToggle.addEventListener("click", toggleTimer);
   setInterval(tick, 1000);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 
 from argon2 import PasswordHasher
@@ -17,8 +18,15 @@ from tms.team.audit import service as audit
 from tms.team.tenants import store as tenant_store
 
 _hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
-# Checked against when the email is unknown, so a wrong email costs as long as a wrong password.
-_DUMMY_HASH = _hasher.hash("not-a-real-password")
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Checked against when the email is unknown, so a wrong email costs as long as a wrong password.
+    Made on first use, not at import: every process that imports this module (each `tms admin`
+    command, each replica's start) would otherwise pay an argon2 hash before doing anything."""
+    return _hasher.hash("not-a-real-password")
+
 
 MIN_PASSWORD_LENGTH = 8
 MAX_NAME_LENGTH = 200
@@ -103,7 +111,7 @@ async def authenticate_user(db: Database, email: str, password: str, *, owners_o
     (``[auth] password_login = false``): only a tenant owner's password signs in, the way back in when
     single sign-on fails."""
     user = await user_store.find_user_by_email(db, email.strip())
-    stored_hash = user["password_hash"] if user else _DUMMY_HASH
+    stored_hash = user["password_hash"] if user else await asyncio.to_thread(_dummy_hash)
     try:
         await asyncio.to_thread(_hasher.verify, stored_hash, password)
     except (VerificationError, InvalidHashError):
@@ -114,7 +122,8 @@ async def authenticate_user(db: Database, email: str, password: str, *, owners_o
         member = await user_store.get_member(db, user["tenant_id"], user["id"])
         if member is None or member["role"] != "owner":
             return None
-    new_hash = _hasher.hash(password) if _hasher.check_needs_rehash(stored_hash) else None
+    # a hash made with older (weaker) parameters is renewed; hashing takes ~0.1 s, so off the event loop
+    new_hash = await hash_password(password) if _hasher.check_needs_rehash(stored_hash) else None
     async with db.transaction() as tx:
         await user_store.record_login(tx, user["id"], now_iso(), new_hash)
     return user

@@ -19,7 +19,7 @@ from tms.errors import InvalidInput
 from tms.http.paging import MAX_LIMIT, check_choice, page_window
 from tms.integrations import service as integrations
 from tms.library.projects import service as projects
-from tms.library.transfer.service import neutralise
+from tms.library.transfer.csvfile import neutralise
 from tms.traceability import store
 from tms.traceability.models import (
     COVERAGES,

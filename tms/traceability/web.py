@@ -13,7 +13,7 @@ from tms.errors import NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
 from tms.library.projects import service as projects
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import page_guard
 from tms.traceability import service
 from tms.traceability.models import COVERAGES, SOURCES
@@ -22,9 +22,9 @@ PAGE_SIZE = 100
 
 
 @get("/traceability")
-async def matrix_page(request: AnyRequest, project_id: str | None = None, source: str | None = None,
+async def matrix_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None, source: str | None = None,
                       gaps: bool = False, offset: int = 0) -> Template:
-    db, tenant_id = db_of(request), tenant_of(request)
+    db, tenant_id = db, tenant_of(request)
     choices = [p for p in await projects.list_projects(db, tenant_id) if not p.archived]
     if not project_id:
         return render(request, "traceability/matrix.html", active_nav="traceability", projects=choices, page=None,
@@ -45,12 +45,12 @@ async def matrix_page(request: AnyRequest, project_id: str | None = None, source
 
 
 @get("/traceability/download")
-async def download(request: AnyRequest, project_id: str | None = None, source: str | None = None,
+async def download(request: AnyRequest, db: DatabaseDep, project_id: str | None = None, source: str | None = None,
                    gaps: bool = False) -> Response[str]:
     source = (source or "").upper()
     q = service.query(project_id, source if source in SOURCES else None, None, gaps)
     try:
-        text = await service.csv_text(db_of(request), tenant_of(request), q)
+        text = await service.csv_text(db, tenant_of(request), q)
     except NotFound as exc:
         raise not_found("project") from exc
     return Response(text, media_type="text/csv; charset=utf-8",
@@ -58,14 +58,14 @@ async def download(request: AnyRequest, project_id: str | None = None, source: s
 
 
 @post("/traceability/refresh", status_code=303)
-async def refresh(request: AnyRequest) -> Redirect:
+async def refresh(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Redirect:
     form, _ = await form_of(request)
     project_id = form.get("project_id", "")
     try:
-        await projects.get_project(db_of(request), tenant_of(request), project_id)
+        await projects.get_project(db, tenant_of(request), project_id)
     except NotFound as exc:
         raise not_found("project") from exc
-    service.refresh_soon(db_of(request), config_of(request), tenant_of(request))
+    service.refresh_soon(db, config, tenant_of(request))
     return done(request, f"/traceability?{urlencode({'project_id': project_id})}",
                 "Reading titles and statuses from the trackers in the background; reload in a minute.")
 

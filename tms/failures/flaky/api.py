@@ -7,13 +7,13 @@ from litestar import get
 from tms.failures.flaky import service
 from tms.failures.flaky.models import FlakyList
 from tms.http.api_auth import ApiRequest, requires
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 
 @get("/flaky", **requires("read"), summary="Flaky tests of a project over its last `runs` runs (default 30)")
-async def list_flaky(request: ApiRequest, project_id: str,
+async def list_flaky(request: ApiRequest, db: DatabaseDep, config: ConfigDep, project_id: str,
                      runs: int | None = None, limit: int | None = None, offset: int | None = None) -> FlakyList:
-    config = config_of(request)
-    tests, pagination = await service.list_flaky(db_of(request), request.user.tenant_id, project_id, runs,
+    config = config
+    tests, pagination = await service.list_flaky(db, request.user.tenant_id, project_id, runs,
                                                  limit, offset, default_runs=config.get("flaky.runs"))
     return FlakyList(data=tests, pagination=pagination)

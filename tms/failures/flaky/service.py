@@ -38,7 +38,7 @@ from tms.team.audit import service as audit
 
 log = logging.getLogger(__name__)
 
-PASSING, FAILING = "PASSED", frozenset(("FAILED", "BROKEN"))
+PASSING = "PASSED"
 MAX_RUNS = 200
 # a case is judged only once it has a verdict (passed, failed or broken) in this many runs of the window:
 # two runs, one red one green, say little

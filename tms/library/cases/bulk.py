@@ -62,6 +62,8 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
                     raise InvalidInput("choose a section", field="value")
                 changes["project_id"] = section["project_id"]
             changed = await case_store.set_fields_many(tx, tenant_id, ids, changes, now)
+            if value:  # the shared steps the moved cases name must exist in their new project
+                await case_service.relink_shared_steps(tx, tenant_id, changed)
         elif action in FIELD_ACTIONS:
             if value not in FIELD_ACTIONS[action]:
                 raise InvalidInput(f"choose one of {', '.join(v for v in FIELD_ACTIONS[action] if v)}", field="value")

@@ -38,6 +38,7 @@ from tms.library.fields import store as field_store
 from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin
 from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
+from tms.library.shared_steps import uses as shared_uses
 from tms.team.audit import service as audit
 from tms.team.tenants import store as tenant_store
 from tms.team.tokens import service as token_service
@@ -107,6 +108,33 @@ def actor_tuple() -> tuple[str, str | None, str]:
 async def record_versions(tx: Transaction, tenant_id: str, case_ids: list[str], at: str) -> None:
     """Records the current state of these cases as their new version (same transaction as the write)."""
     await version_store.snapshot(tx, tenant_id, case_ids, actor_tuple(), at)
+
+
+async def relink_shared_steps(tx: Transaction, tenant_id: str, case_ids: list[str]) -> None:
+    """After a write that changed these cases' text or project (bulk move, import): their shared steps
+    checked and linked again (a 400 naming ``bdd_content`` when a name is unknown in the new project)."""
+    if case_ids:
+        rows = await case_store.rows_by_ids(tx, tenant_id, case_ids)
+        await shared_uses.link_cases(tx, tenant_id, [(r["id"], r["project_id"], r["bdd_content"]) for r in rows])
+
+
+async def case_rows(db: Database | Transaction, tenant_id: str, case_ids: list[str]) -> list[Row]:
+    """The stored rows of these cases (another tenant's ids are skipped)."""
+    return await case_store.rows_by_ids(db, tenant_id, case_ids)
+
+
+async def new_versions(tx: Transaction, tenant_id: str, case_ids: list[str], at: str,
+                       texts: dict[str, str] | None = None) -> None:
+    """A new version of each case whose shared steps changed (``texts``: new bdd_content of some of them,
+    when a shared step's rename rewrote their `* shared:` lines), in the caller's transaction."""
+    if not case_ids:
+        return
+    texts = texts or {}
+    rewritten = [{"id": case_id, "tenant_id": tenant_id, "updated_at": at, "bdd_content": text}
+                 for case_id, text in texts.items()]
+    await case_store.update_many(tx, rewritten, ["bdd_content"])
+    await case_store.bump_versions(tx, tenant_id, [case_id for case_id in case_ids if case_id not in texts], at)
+    await record_versions(tx, tenant_id, case_ids, at)
 
 
 def _clean_tags(tags: list[str]) -> list[str]:
@@ -291,6 +319,7 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
             _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_service.encode(fields),
         ))
     await case_store.insert_cases(tx, rows)
+    await shared_uses.link_cases(tx, tenant_id, [(row[0], row[5], row[4]) for row in rows], new=True)
     await record_versions(tx, tenant_id, ids, now)
     return [
         Case(id=row[0], code=row[2], title=row[3], bdd_content=row[4], project_id=row[5], status=row[6],
@@ -306,6 +335,11 @@ async def find_case_row(db: Database | Transaction, tenant_id: str, id_or_code: 
     if CODE_RE.match(id_or_code):
         return await case_store.get_case_by_code(db, tenant_id, id_or_code)
     return await case_store.get_case(db, tenant_id, id_or_code)
+
+
+async def titles_of(db: Database, tenant_id: str, ids: list[str]) -> dict[str, str]:
+    """id -> title of these case ids (one query): a linked result reads as its case, not its test path."""
+    return {row["id"]: row["title"] for row in await case_store.resolve_ids(db, tenant_id, sorted(set(ids)))}
 
 
 async def get_case(db: Database, tenant_id: str, id_or_code: str) -> Case:
@@ -493,6 +527,9 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
             if set(changes) - {"status", "updated_at"}:  # a change of content asks an approved review again
                 await case_store.reopen_approved(tx, tenant_id, [row["id"]], await actor_user_id(tx, tenant_id),
                                                  changes["updated_at"])
+            if "bdd_content" in changes or "project_id" in changes:
+                await shared_uses.link_cases(tx, tenant_id, [(row["id"], changes.get("project_id", row["project_id"]),
+                                                              str(changes.get("bdd_content", row["bdd_content"])))])
             await record_versions(tx, tenant_id, [row["id"]], changes["updated_at"])
         if body.needs_retest is not msgspec.UNSET:
             # the retest queue owns the flag and fires retest.required, in this transaction

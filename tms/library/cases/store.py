@@ -497,6 +497,14 @@ async def update_many(tx: Transaction, rows: list[dict[str, Any]], columns: list
         )
 
 
+async def bump_versions(tx: Transaction, tenant_id: str, ids: list[str], at: str) -> None:
+    """A new version of each case, nothing else changed (what its text expands to did: shared steps)."""
+    if ids:
+        await tx.execute("UPDATE test_cases SET version = version + 1, updated_at = ? "
+                         "WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",
+                         (at, tenant_id, json.dumps(ids)))
+
+
 async def delete_many(tx: Transaction, tenant_id: str, ids: list[str]) -> int:
     return await tx.execute(
         "DELETE FROM test_cases WHERE +tenant_id = ? AND id IN (SELECT value FROM json_each(?))",

@@ -24,9 +24,11 @@ from tms.library.cases.review import service as review_service
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.gherkin.html import error_lines, highlight
+from tms.library.gherkin.shared import shared_line_numbers
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import Section
+from tms.library.shared_steps import service as shared_service
 from tms.state import db_of
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
@@ -287,7 +289,11 @@ async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, A
     bad_lines = {line for line, _ in gherkin_errors if line}
     preview = highlight(form.get("bdd_content", "")) if bad_lines else []
     pickable = await section_service.pickable(db_of(request), tenant_of(request), projects)
+    # the editor offers the names of the case's project's shared steps (`* shared: <name>`)
+    shared_names = (await shared_service.names(db_of(request), tenant_of(request), form["project_id"])
+                    if form.get("project_id") else [])
     return render(request, "cases/form.html", status_code=status_code, active_nav="cases", case=case,
+                  shared_names=shared_names,
                   form=form, errors=errors, projects=projects, pickable=pickable, gherkin_errors=gherkin_errors,
                   bad_lines=bad_lines, preview=preview, custom_fields=[f for f in fields.values() if not f.retired],
                   **CHOICES)
@@ -365,12 +371,13 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
                                     if not f.retired or f.key in case.custom_fields]
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
     people, reviewers = await review_service.team(db, tenant)
+    # shown with its shared steps expanded, their lines marked
+    text = await shared_service.expanded_case_text(db, tenant, case.project_id, case.bdd_content) or ""
     return render(request, "cases/detail.html", status_code=status_code, active_nav="cases", case=case,
                   project=project, field_values=shown,
-                  lines=highlight(case.bdd_content), history=history, retest=retest, versions=versions,
-                  pickable=pickable, section_path=section_path, changes=changes, people=people,
-                  reviewers=reviewers, review_form=review_form or {},
-                  review_errors=review_errors or {}, **CHOICES,
+                  lines=highlight(text), shared_lines=shared_line_numbers(text), history=history, retest=retest,
+                  versions=versions, pickable=pickable, section_path=section_path, changes=changes, people=people,
+                  reviewers=reviewers, review_form=review_form or {}, review_errors=review_errors or {}, **CHOICES,
                   **await thread_context(request, "case", case.id, comments_offset))
 
 

@@ -17,7 +17,7 @@ from tms.library.fields import service as field_service
 from tms.library.fields.models import CustomField, CustomFieldCreate, CustomFieldUpdate
 from tms.library.projects import service as project_service
 from tms.library.projects.web import settings_page
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -54,10 +54,10 @@ def _back(field_project: str) -> str:
 
 
 @post("/", status_code=303, **needs_role("admin"))
-async def create_field(request: AnyRequest) -> Template | Redirect:
+async def create_field(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, _ = await form_of(request)
     try:
-        project = await project_service.get_project(db_of(request), tenant_of(request), form.get("project_id", ""))
+        project = await project_service.get_project(db, tenant_of(request), form.get("project_id", ""))
     except NotFound as exc:
         raise not_found("project") from exc
     kind = form.get("field_type", "text")
@@ -69,7 +69,7 @@ async def create_field(request: AnyRequest) -> Template | Redirect:
     })
     if body is not None:
         try:
-            field = await field_service.create_field(db_of(request), tenant_of(request), body)
+            field = await field_service.create_field(db, tenant_of(request), body)
         except DomainError as exc:
             errors = {exc.field or "key": exc.detail}
         else:
@@ -80,7 +80,7 @@ async def create_field(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/{field_id:str}", status_code=303, **needs_role("admin"))
-async def update_field(request: AnyRequest, field_id: str) -> Redirect:
+async def update_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
     field = await _field_or_404(request, field_id)
     form, _ = await form_of(request)
     changes: dict[str, Any] = {"name": form.get("name", "").strip(), "required": form.get("required") == "on"}
@@ -91,7 +91,7 @@ async def update_field(request: AnyRequest, field_id: str) -> Redirect:
     body, errors = convert(CustomFieldUpdate, changes)
     if body is not None:
         try:
-            updated = await field_service.update_field(db_of(request), tenant_of(request), field.id, body)
+            updated = await field_service.update_field(db, tenant_of(request), field.id, body)
         except DomainError as exc:
             errors = {exc.field or "name": exc.detail}
         else:
@@ -101,26 +101,26 @@ async def update_field(request: AnyRequest, field_id: str) -> Redirect:
 
 
 @post("/{field_id:str}/move", status_code=303, **needs_role("admin"))
-async def move_field(request: AnyRequest, field_id: str) -> Redirect:
+async def move_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
     field = await _field_or_404(request, field_id)
     form, _ = await form_of(request)
-    await field_service.swap_position(db_of(request), tenant_of(request), field.id,
+    await field_service.swap_position(db, tenant_of(request), field.id,
                                       -1 if form.get("direction") == "up" else 1)
     return done(request, _back(field.project_id), f"“{field.name}” moved.")
 
 
 @post("/{field_id:str}/retire", status_code=303, **needs_role("admin"))
-async def retire_field(request: AnyRequest, field_id: str) -> Redirect:
+async def retire_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
     field = await _field_or_404(request, field_id)
-    await field_service.update_field(db_of(request), tenant_of(request), field.id, CustomFieldUpdate(retired=True))
+    await field_service.update_field(db, tenant_of(request), field.id, CustomFieldUpdate(retired=True))
     return done(request, _back(field.project_id),
                 f"“{field.name}” is retired: hidden from forms; the values cases hold are kept.")
 
 
 @post("/{field_id:str}/restore", status_code=303, **needs_role("admin"))
-async def restore_field(request: AnyRequest, field_id: str) -> Redirect:
+async def restore_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
     field = await _field_or_404(request, field_id)
-    await field_service.update_field(db_of(request), tenant_of(request), field.id, CustomFieldUpdate(retired=False))
+    await field_service.update_field(db, tenant_of(request), field.id, CustomFieldUpdate(retired=False))
     return done(request, _back(field.project_id), f"“{field.name}” is back on the forms.")
 
 

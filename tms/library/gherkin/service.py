@@ -16,6 +16,7 @@ from gherkin.pickles.compiler import Compiler, GherkinDocumentWithURI, Pickle
 from gherkin.token_scanner import TokenScanner
 
 from tms.errors import InvalidInput
+from tms.library.gherkin.shared import markers, origin
 
 T = TypeVar("T")
 
@@ -43,12 +44,14 @@ def _describe(error: Exception) -> str:
     return message
 
 
-def validate_gherkin(text: str, *, field: str = "bdd_content") -> None:
+def validate_gherkin(text: str, *, field: str = "bdd_content", written: int | None = None) -> None:
     """Raises ``InvalidInput`` naming the line unless ``text`` is a parseable feature.
 
     A document without a ``Feature:`` parses cleanly but no tool can run it, so it is refused too, and
     so is one whose checklist would hold more than ``EXPANDED_STEPS_LIMIT`` steps (counted, not expanded).
     Linear in the text (~2 us a character): callers run big texts off the event loop (``off_loop``).
+    ``written``: the steps the case's own text writes out, when ``text`` is its expansion with shared
+    steps (expanding them multiplies steps as Examples rows do).
     """
     try:
         document = Parser().parse(TokenScanner(text))
@@ -61,7 +64,7 @@ def validate_gherkin(text: str, *, field: str = "bdd_content") -> None:
     if not feature:
         raise InvalidInput(f"{field} is not valid Gherkin: it has no 'Feature:' line", field=field)
     plan = _plan(cast("dict[str, Any]", document), feature)
-    if plan.over_limit:
+    if plan.over_limit if written is None else plan.size > max(EXPANDED_STEPS_LIMIT, written):
         raise InvalidInput(
             f"{field} expands to {plan.size:,} steps to execute (Background steps once, a Scenario Outline's "
             f"steps once per Examples row, a Rule's Background in each of its scenarios); a case may have "
@@ -77,6 +80,7 @@ class ChecklistStep:
     keyword: str
     text: str
     argument: str | None  # a doc string or a data table, as text
+    shared: str | None = None  # the shared step it comes from (`* shared: <name>`, expanded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,7 @@ class Expansion:
     units: list[_Unit]
     size: int  # the checklist's steps
     written: int  # the steps the text writes out, each once
+    shared: list[tuple[int, int, str]]  # (first line, last line, name) of each expanded shared step
 
     @property
     def over_limit(self) -> bool:
@@ -198,7 +203,8 @@ def _parse(text: str | None) -> Expansion | None:
 
 def _plan(document: dict[str, Any], feature: dict[str, Any]) -> Expansion:
     background, units = _units(feature)
-    return Expansion(document, feature, background, units, _size(background, units), _written(feature))
+    return Expansion(document, feature, background, units, _size(background, units), _written(feature),
+                     markers(document.get("comments") or []))
 
 
 def checklist(text: str | None) -> list[ChecklistGroup]:
@@ -212,6 +218,12 @@ def checklist(text: str | None) -> list[ChecklistGroup]:
     if parsed is None:
         return []
     return checklist_window(parsed, 1, parsed.size + len(parsed.units) + 1)
+
+
+def written_steps(text: str | None) -> int:
+    """The steps a text writes out, each once (0 when it does not parse)."""
+    parsed = _parse(text)
+    return 0 if parsed is None else parsed.written
 
 
 def step_count(text: str | None) -> int:
@@ -250,7 +262,8 @@ def checklist_window(parsed: Expansion, first: int, count: int, *, last_page: bo
     empty_groups = 0
     position = 0  # steps before the current one
     if parsed.background:
-        steps = [ChecklistStep(n, step["keyword"].strip(), step["text"], _ast_argument(step))
+        steps = [ChecklistStep(n, step["keyword"].strip(), step["text"], _ast_argument(step),
+                               origin(parsed.shared, step["location"]["line"]))
                  for n, step in enumerate(parsed.background, start=1) if first <= n <= last]
         if steps:
             groups.append(ChecklistGroup("Background", steps))
@@ -280,8 +293,9 @@ def checklist_window(parsed: Expansion, first: int, count: int, *, last_page: bo
             steps = []
             for offset, step in enumerate(pickle.get("steps", []), start=start + 1):
                 if first <= offset <= last:
-                    steps.append(ChecklistStep(offset, keywords.get(step["astNodeIds"][0], "*"), step["text"],
-                                               _pickle_argument(step)))
+                    keyword, line = keywords.get(step["astNodeIds"][0], ("*", 0))
+                    steps.append(ChecklistStep(offset, keyword, step["text"], _pickle_argument(step),
+                                               origin(parsed.shared, line) if parsed.shared else None))
             groups.append(ChecklistGroup(_title(parsed, unit, k, pickle), steps))
         position += span
     return groups
@@ -301,10 +315,11 @@ def _compile_one(parsed: Expansion, unit: _Unit, k: int) -> Pickle:
     return Compiler().compile(cast("GherkinDocumentWithURI", document))[0]
 
 
-def _unit_keywords(unit: _Unit) -> dict[str, str]:
+def _unit_keywords(unit: _Unit) -> dict[str, tuple[str, int]]:
+    """{AST step id: (keyword, line)} of the unit's steps."""
     steps = [*(s for child in unit.rule_background for s in child["background"].get("steps") or []),
              *(unit.scenario.get("steps") or [])]
-    return {step["id"]: step["keyword"].strip() for step in steps}
+    return {step["id"]: (step["keyword"].strip(), step["location"]["line"]) for step in steps}
 
 
 def _title(parsed: Expansion, unit: _Unit, k: int, pickle: Pickle | None) -> str:

@@ -43,9 +43,16 @@ async def get_project(db: Database, tenant_id: str, project_id: str) -> Project:
     return project_from_row(row)
 
 
-async def get_active_project(db: Database, tenant_id: str) -> Project | None:
+async def get_active_project(db: Database, tenant_id: str, *, only_if_marked: bool = False) -> Project | None:
+    """The project marked active; when none is, the tenant's only project (made through the API, which
+    never marks one) is the pages' context all the same (issue 24), unless ``only_if_marked``."""
     row = await project_store.get_active_project(db, tenant_id)
-    return None if row is None else project_from_row(row)
+    if row is not None:
+        return project_from_row(row)
+    if only_if_marked:
+        return None
+    projects = [p for p in await list_projects(db, tenant_id) if not p.archived]
+    return projects[0] if len(projects) == 1 else None
 
 
 async def create_project(db: Database, tenant_id: str, body: ProjectCreate) -> Project:

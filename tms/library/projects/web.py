@@ -46,10 +46,16 @@ async def create_project(request: AnyRequest) -> Template | Redirect:
     })
     if body is not None:
         try:
-            project = await project_service.create_project(db_of(request), tenant_of(request), body)
+            db, tenant = db_of(request), tenant_of(request)
+            project = await project_service.create_project(db, tenant, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
+            # the first project made here is the dashboard's context at once (issue 24); marking a
+            # project active is the web interface's alone (SPEC: the API creates projects inactive)
+            if await project_service.get_active_project(db, tenant, only_if_marked=True) is None:
+                await project_service.mark_active(db, tenant, project.id)
+                return done(request, "/projects", f"Project “{project.name}” created; it is the active project.")
             return done(request, "/projects", f"Project “{project.name}” created.")
     return await _page(request, form, errors, status_code=400)
 

@@ -13,7 +13,9 @@ from litestar.response import Stream
 
 from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
+from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
+from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
 from tms.library.transfer.models import ImportAnswer, RowError
 from tms.state import db_of
 
@@ -47,7 +49,7 @@ async def export_cases(request: ApiRequest, project_id: str | None = None,
     await case_io.check_project(db, tenant, project_id)
     assert project_id is not None
     return Stream(
-        case_io.export_csv(db, tenant, project_id),
+        case_export.export_csv(db, tenant, project_id),
         media_type="text/csv",  # Litestar adds "; charset=utf-8" to text types
         headers={"Content-Disposition": 'attachment; filename="cases.csv"'},
     )
@@ -62,7 +64,7 @@ def answer(result: case_io.ImportResult, dry_run: bool) -> ImportAnswer:
 
 
 @post("/cases/import", **requires("write"), operation_class=_ImportOperation,
-      request_max_body_size=case_io.MAX_IMPORT_BYTES + 64 * 1024,
+      request_max_body_size=MAX_IMPORT_BYTES + 64 * 1024,
       summary="Import cases from CSV or TestRail XML (one transaction)",
       description="multipart/form-data with a part `file`. 201 when every row imported, 207 when some were "
       "rejected (listed by row); a file-level problem is a 400 and changes nothing. dry_run=true plans only.")

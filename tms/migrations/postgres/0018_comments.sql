@@ -13,7 +13,7 @@ CREATE TABLE notifications (
     created_at TEXT NOT NULL,
     read_at    TEXT
 );
-CREATE INDEX notifications_user ON notifications (user_id, created_at);
+CREATE INDEX notifications_user ON notifications (user_id, created_at, id);
 CREATE INDEX notifications_unread ON notifications (user_id) WHERE read_at IS NULL;
 
 -- Each user's "mail me my notifications" switch (mail only when [smtp] host is set).
@@ -38,5 +38,15 @@ CREATE TABLE comments (
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL
 );
-CREATE INDEX comments_target ON comments (tenant_id, target_kind, target_id, created_at);
+CREATE INDEX comments_target ON comments (tenant_id, target_kind, target_id, created_at, id);
 CREATE INDEX comments_project ON comments (project_id);
+
+-- A case's removal (one, in bulk, or with its project) takes its comments, by index, in the same write.
+-- (A result's comments go with its project: the results tables stay free of per-row triggers.)
+CREATE FUNCTION comments_case_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM comments WHERE tenant_id = OLD.tenant_id AND target_kind = 'case' AND target_id = OLD.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER comments_case_deleted AFTER DELETE ON test_cases
+    FOR EACH ROW EXECUTE FUNCTION comments_case_deleted();

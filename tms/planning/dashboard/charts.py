@@ -11,20 +11,30 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-COLORS = {"PASSED": "#1a7f37", "FAILED": "#cf222e", "BROKEN": "#bc4c00", "SKIPPED": "#8c959f",
-          "UNKNOWN": "#d0d7de"}
-_ORDER = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+from tms.runs.statuses import COLORS, RESULT_STATUSES, counted, label
 
 
 def _counts(run: Any) -> dict[str, int]:
-    c = run.counts
-    return {"PASSED": c.passed, "FAILED": c.failed, "BROKEN": c.broken, "SKIPPED": c.skipped, "UNKNOWN": c.unknown}
+    return dict(counted(run.counts))
 
 
 def _summary(run: Any) -> str:
     counts = _counts(run)
-    parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
+    kind = getattr(run, "kind", None)
+    parts = [f"{n} {label(status, kind).lower()}" for status, n in counts.items() if n]
     return f"{run.name}: " + (", ".join(parts) if parts else "no results")
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _day(run: Any) -> str:
+    """"Nov 26" of the run's creation time (ISO text); empty when it has none."""
+    created = str(getattr(run, "created_at", "") or "")
+    try:
+        return f"{_MONTHS[int(created[5:7]) - 1]} {int(created[8:10])}"
+    except (ValueError, IndexError):
+        return ""
 
 
 def _svg(chart_id: str, title: str, desc: str, width: int, height: int, body: list[str]) -> Markup:
@@ -43,6 +53,8 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
     slot = (width - left - 4) / max(len(runs), 1)
     bar_w = max(4.0, min(36.0, slot * 0.7))
     body = [_grid(left, top, plot_h, width)]
+    every = max(1, int(40 // slot) + (40 % slot > 0))  # a day label is about 40 units wide
+    shown_day, last_tick = "", -every
     for index, run in enumerate(runs):
         counts = _counts(run)
         total = sum(counts.values())
@@ -51,7 +63,7 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
         if not total:
             body.append(f'<rect x="{x:.1f}" y="{top}" width="{bar_w:.1f}" height="{plot_h}" fill="#eaeef2"/>')
         y = float(top)
-        for status in _ORDER:
+        for status in RESULT_STATUSES:
             if not counts[status] or not total:
                 continue
             h = plot_h * counts[status] / total
@@ -59,9 +71,18 @@ def stacked_runs(runs: Sequence[Any], chart_id: str = "runs-chart") -> Markup:
                         f'fill="{COLORS[status]}"/>')
             y += h
         body.append("</g>")
-        body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 8}" class="tick" text-anchor="middle">'
-                    f"{len(runs) - index}</text>")
-    desc = "Oldest to newest; the number under a column counts back from the latest run (1). " + "; ".join(
+        # under the columns, oldest on the left (issue 24: not a countdown): a day where one begins, as
+        # many as fit side by side, and "latest" under the newest run
+        day = _day(run)
+        tick = "latest" if index == len(runs) - 1 and len(runs) > 1 else (
+            day if day != shown_day and index - last_tick >= every
+            and (len(runs) == 1 or index + every <= len(runs) - 1) else "")  # room left for "latest"
+        if tick:
+            if tick == day:
+                shown_day, last_tick = day, index
+            body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 8}" class="tick" text-anchor="middle">'
+                        f"{escape(tick)}</text>")
+    desc = "Oldest on the left, latest on the right; a day is written under the first run of that day. " + "; ".join(
         _summary(run) for run in runs)
     return _svg(chart_id, "Result mix of the last runs", desc, width, height, body)
 
@@ -103,5 +124,5 @@ def pass_rate_trend(points: Sequence[tuple[Any, float | None]], chart_id: str = 
                     f'<text x="{width - 2}" y="{height - 6}" class="tick" text-anchor="end">latest</text>')
     rated = [f"{run.name} {rate * 100:.0f}%" for run, rate in points if rate is not None]
     desc = (f"Pass rate of the last {len(points)} runs, oldest first: " + ", ".join(rated)) if rated else \
-        "No run has passed, failed or broken results yet."
+        "No run has passed, failed or blocked results yet."
     return _svg(chart_id, "Pass rate trend", desc, width, height, body)

@@ -13,14 +13,14 @@ from tms.library.projects.models import Project
 from tms.planning.dashboard import charts
 from tms.planning.dashboard import service as dashboard_service
 from tms.runs.web import bar_segments
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import page_guard
 
 
 @get("/", include_in_schema=False)
-async def home(request: AnyRequest, project_id: str | None = None) -> Template:
+async def home(request: AnyRequest, db: DatabaseDep, config: ConfigDep, project_id: str | None = None) -> Template:
     """The active project's dashboard; ``?project_id=`` peeks at another project without switching."""
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     project: Project | None
     if project_id:
         try:
@@ -39,7 +39,7 @@ async def home(request: AnyRequest, project_id: str | None = None) -> Template:
         runs_chart=charts.stacked_runs(oldest_first), trend_chart=charts.pass_rate_trend(board.trend),
         bars={run.id: bar_segments(run.counts) for run in board.recent_runs},
         failure_panel=await failure_service.panel(db, tenant, project.id,
-                                                  flaky_runs=config_of(request).get("flaky.runs")),
+                                                  flaky_runs=config.get("flaky.runs")),
     )
 
 

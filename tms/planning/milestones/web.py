@@ -27,7 +27,7 @@ from tms.planning.milestones.models import MILESTONE_STATUSES, MilestoneCreate, 
 from tms.planning.plans import service as plan_service
 from tms.runs import service as run_service
 from tms.runs.web import bar_segments
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
@@ -98,7 +98,7 @@ async def milestones_page(request: AnyRequest, project_id: str | None = None, st
 
 
 @post("/milestones", status_code=303)
-async def create_milestone(request: AnyRequest) -> Template | Redirect:
+async def create_milestone(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, _ = await form_of(request)
     body, errors = convert(MilestoneCreate, {"project_id": form.get("project_id", ""), **_form_body(form)})
     if body is not None:
@@ -106,7 +106,7 @@ async def create_milestone(request: AnyRequest) -> Template | Redirect:
             errors = {"project_id": "Choose a project."}
         else:
             try:
-                milestone = await milestone_service.create_milestone(db_of(request), tenant_of(request), body)
+                milestone = await milestone_service.create_milestone(db, tenant_of(request), body)
             except DomainError as exc:
                 errors = field_errors(exc, "name")
             else:
@@ -151,13 +151,13 @@ async def milestone_page(request: AnyRequest, milestone_id: str, offset: int = 0
 
 
 @post("/milestones/{milestone_id:str}/edit", status_code=303)
-async def edit_milestone(request: AnyRequest, milestone_id: str) -> Template | Redirect:
+async def edit_milestone(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Template | Redirect:
     milestone = await _milestone_or_404(request, milestone_id)
     form, _ = await form_of(request)
     body, errors = convert(MilestoneUpdate, _form_body(form))
     if body is not None:
         try:
-            await milestone_service.update_milestone(db_of(request), tenant_of(request), milestone.id, body)
+            await milestone_service.update_milestone(db, tenant_of(request), milestone.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
@@ -166,22 +166,22 @@ async def edit_milestone(request: AnyRequest, milestone_id: str) -> Template | R
 
 
 @post("/milestones/{milestone_id:str}/status", status_code=303)
-async def set_status(request: AnyRequest, milestone_id: str) -> Redirect:
+async def set_status(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Redirect:
     milestone = await _milestone_or_404(request, milestone_id)
     form, _ = await form_of(request)
     status = form.get("status", "")
     if status not in MILESTONE_STATUSES:
         return done(request, f"/milestones/{milestone.id}", "Unknown status.", "error")
-    await milestone_service.update_milestone(db_of(request), tenant_of(request), milestone.id,
+    await milestone_service.update_milestone(db, tenant_of(request), milestone.id,
                                              MilestoneUpdate(status=status))  # type: ignore[arg-type]
     word = "completed" if status == "COMPLETED" else "reopened"
     return done(request, f"/milestones/{milestone.id}", f"Milestone “{milestone.name}” {word}.")
 
 
 @post("/milestones/{milestone_id:str}/delete", status_code=303)
-async def delete_milestone(request: AnyRequest, milestone_id: str) -> Redirect:
+async def delete_milestone(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Redirect:
     milestone = await _milestone_or_404(request, milestone_id)
-    await milestone_service.delete_milestone(db_of(request), tenant_of(request), milestone.id)
+    await milestone_service.delete_milestone(db, tenant_of(request), milestone.id)
     return done(request, f"/milestones?project_id={milestone.project_id}",
                 f"Milestone “{milestone.name}” deleted; its {milestone.runs_count} runs are kept.")
 

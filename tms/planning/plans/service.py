@@ -123,6 +123,11 @@ async def _selected_cases(db: Database, tenant_id: str, body: PlanCreate) -> lis
     return selected
 
 
+async def preview_cases(db: Database, tenant_id: str, body: PlanCreate) -> int:
+    """How many cases the plan would take (the form's Preview), with the same checks as creating it."""
+    return len(await _selected_cases(db, tenant_id, body))
+
+
 async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
     """One transaction: the plan, its runs (PENDING, one per environment, or one without), and one
     UNKNOWN result per selected case in each run (one executemany per run)."""

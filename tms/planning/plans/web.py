@@ -75,7 +75,8 @@ async def plans_page(request: AnyRequest, project_id: str | None = None, offset:
 
 
 async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str, str],
-                    chosen: dict[str, list[str]], errors: dict[str, str], status_code: int = 200) -> Template:
+                    chosen: dict[str, list[str]], errors: dict[str, str], status_code: int = 200,
+                    preview: dict[str, int] | None = None) -> Template:
     db, tenant = db_of(request), tenant_of(request)
     projects = await project_service.list_open_projects(db, tenant)
     if not project_id:
@@ -83,7 +84,8 @@ async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str,
         project_id = active.id if active else (projects[0].id if len(projects) == 1 else None)
     project = next((p for p in projects if p.id == project_id), None)
     context: dict[str, Any] = {"projects": projects, "project": project, "form": form, "chosen": chosen,
-                               "errors": errors, "milestones": [], "tags": [], "sections": None}
+                               "errors": errors, "milestones": [], "tags": [], "sections": None,
+                               "preview": preview}
     if project is not None:
         milestones, _ = await milestone_service.list_milestones(db, tenant, project_id=project.id, status="OPEN",
                                                                 limit=500)
@@ -104,9 +106,11 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
     form, multi = await form_of(request)
     project_id = form.get("project_id", "")
     environments = multi.get("environments", []) + [e.strip() for e in form.get("other_environments", "").split(",")]
+    previewing = bool(form.get("preview"))
     body, errors = convert(PlanCreate, {
         "project_id": project_id,
-        "name": form.get("name", "").strip(),
+        # a preview needs no name yet: it counts the cases the choices pick (issue 24)
+        "name": form.get("name", "").strip() or ("preview" if previewing else ""),
         "description": form.get("description", "").strip() or None,
         "milestone_id": form.get("milestone_id") or None,
         "case_ids": _words(form.get("case_codes", "")),
@@ -114,7 +118,17 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
         "section_ids": multi.get("section_ids", []),
         "environments": [e for e in environments if e],
     })
-    if body is not None:
+    chosen = {"environments": multi.get("environments", []), "section_ids": multi.get("section_ids", [])}
+    if body is not None and previewing:
+        try:
+            cases = await plan_service.preview_cases(db_of(request), tenant_of(request), body)
+        except DomainError as exc:
+            errors = field_errors(exc, "case_ids")
+        else:
+            runs = max(1, len(set(body.environments)))
+            return await _new_page(request, project_id or None, form, chosen, {},
+                                   preview={"cases": cases, "runs": runs, "results": cases * runs})
+    if body is not None and not previewing:
         try:
             plan = await plan_service.create_plan(db_of(request), tenant_of(request), body)
         except DomainError as exc:
@@ -127,7 +141,6 @@ async def create_plan(request: AnyRequest) -> Template | Redirect:
     if "case_ids" in errors:  # the API's message names its field; the form's field is the codes box
         message = errors.pop("case_ids").removeprefix("case_ids: ")
         errors["case_codes"] = message[:1].upper() + message[1:]
-    chosen = {"environments": multi.get("environments", []), "section_ids": multi.get("section_ids", [])}
     return await _new_page(request, project_id or None, form, chosen, errors, status_code=400)
 
 

@@ -8,7 +8,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from tms.http.fields import Label, RequestBody
-from tms.runs.results.models import Result, ResultStatus, Text, Url
+from tms.runs.results.models import Result, Text, Url
+from tms.runs.statuses import ResultStatus
 
 # An index is checked against the case's checklist (its size computed, never expanded); this bound only
 # keeps it an int32. A case stored before EXPANDED_STEPS_LIMIT can have far more than 2,000 steps.

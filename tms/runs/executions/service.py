@@ -17,10 +17,10 @@ from tms.attachments.service import attachments_by_result
 from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
-from tms.failures.service import FAILING
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
 from tms.library.gherkin.service import count_steps
+from tms.library.shared_steps import service as shared_steps
 from tms.notifications.inbox import service as inbox
 from tms.runs import store as run_store
 from tms.runs import writes
@@ -28,6 +28,7 @@ from tms.runs.executions import store
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.results.models import Result
 from tms.runs.results.service import result_from_row
+from tms.runs.statuses import FAILING
 from tms.runs.writes import Source, StoredResult
 from tms.team import store as user_store
 from tms.team.audit import service as audit
@@ -91,9 +92,17 @@ def _check_steps(steps: list[StepResult], available: int) -> None:
         seen.add(step.index)
 
 
+async def checklist_text(db: Database | Transaction, tenant_id: str, case: Row | None) -> str | None:
+    """The text a case's checklist is built from: its Gherkin with its shared steps expanded, so that
+    the execution view's steps and ``step_results``' indexes are the same list."""
+    if case is None:
+        return None
+    return await shared_steps.expanded_case_text(db, tenant_id, case["project_id"], case["bdd_content"])
+
+
 async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | None) -> str | None:
     case = None if case_id is None else await case_store.get_case(db, tenant_id, case_id)
-    return None if case is None else case["bdd_content"]
+    return await checklist_text(db, tenant_id, case)
 
 
 async def update_result(

@@ -22,20 +22,22 @@ from tms.attachments import service as attachment_service
 from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.integrations import service as integration_service
 from tms.library.cases import store as case_store
 from tms.library.comments.web import thread_context
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
+from tms.runs.executions import durations
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
-from tms.runs.results.models import RESULT_STATUSES
+from tms.runs.statuses import LABELS, RESULT_STATUSES
 from tms.state import app_state, config_of, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
-STEP_STATUSES = (("PASSED", "Passed", "p"), ("FAILED", "Failed", "f"), ("BROKEN", "Blocked", "b"),
-                 ("SKIPPED", "Skipped", "s"))
+# (status, its word, its key): p f b s; a step is not marked "untested", it is left unmarked
+STEP_STATUSES = tuple((status, LABELS[status], status[0].lower()) for status in RESULT_STATUSES if status != "UNKNOWN")
 _steps_decoder = msgspec.json.Decoder(list[dict[str, Any]])
 
 
@@ -55,19 +57,22 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
     # one page of the checklist (parsed off the event loop when long): a case stored before the limit
     # can expand to 100,000 steps, and the page's time and size must not grow with that
-    page = await load_checklist_page(case["bdd_content"] if case else None, steps_page)
+    page = await load_checklist_page(await executions.checklist_text(db, tenant, case), steps_page)
     return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
             "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
             "position": position, "run_total": total,
             "members": members, "names": {m["id"]: m["name"] or m["email"] for m in members},
             "assignable": [m for m in members if m["active"] and m["role"] != "viewer"],
             "step_statuses": STEP_STATUSES, "statuses": RESULT_STATUSES,
-            "can_write": user_of(request).has_role("tester")}
+            "can_write": user_of(request).has_role("tester"),
+            # "Create issue" for a failed or blocked result, when a tracker can take it (issue 27)
+            "can_file_issue": user_of(request).has_role("tester")
+            and await integration_service.can_create_issues(db, tenant)}
 
 
 def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {"status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
-            "bug_ticket_url": row["bug_ticket_url"] or "", "duration_ms": row["duration_ms"] or 0,
+            "bug_ticket_url": row["bug_ticket_url"] or "", "duration": durations.words(row["duration_ms"] or 0),
             "assignee_id": row["assignee_id"] or "", "loaded_updated_at": row["updated_at"],
             "steps": {i: s["status"] for i, s in steps.items()},
             "notes": {i: s.get("comment") or "" for i, s in steps.items()}}
@@ -99,7 +104,7 @@ def _read_form(single: dict[str, str], first: int, last: int,
     form: dict[str, Any] = {key: single.get(key, "") for key in ("status", "comment", "bug_ticket_key",
                                                                  "bug_ticket_url", "assignee_id",
                                                                  "loaded_updated_at")}
-    form["duration_ms"] = single.get("duration_ms", "")
+    form["duration"] = single.get("duration", "")
     if form["status"] not in RESULT_STATUSES:
         errors["status"] = "Choose the result's status."
     if len(form["comment"]) > 20_000:
@@ -110,14 +115,10 @@ def _read_form(single: dict[str, str], first: int, last: int,
     if url and (not url.lower().startswith(("http://", "https://")) or len(url) > 2000 or " " in url):
         errors["bug_ticket_url"] = "Enter an http:// or https:// address."
     duration: int | None = None
-    raw = str(form["duration_ms"]).strip()
-    if raw:
-        try:
-            duration = int(raw)
-            if duration < 0:
-                raise ValueError
-        except ValueError:
-            errors["duration_ms"] = "The duration is a whole number of milliseconds."
+    try:
+        duration = durations.parse(str(form["duration"]))
+    except ValueError:
+        errors["duration"] = "Type the time it took, e.g. 1m 30s, 45s or 1:30."
     steps, notes = {}, {}
     step_results = [item for item in kept if item["index"] < first]
     for index in range(first, last + 1):
@@ -159,7 +160,7 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
     single, _ = await form_of(request)
     # the form holds one page of the checklist: its size is counted (off the event loop when long,
     # never expanded), and the stored marks of the other pages are kept
-    total = await count_steps(case["bdd_content"] if case else None)
+    total = await count_steps(await executions.checklist_text(db, tenant, case))
     steps_page, _, first, last = page_bounds(total, _page_number(single.get("steps_page", "1")))
     stored = _steps_decoder.decode(row["step_results"]) if row["step_results"] else []
     kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]

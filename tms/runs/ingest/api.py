@@ -8,7 +8,7 @@ from tms.http.api_auth import ApiRequest, requires
 from tms.http.bodies import MAX_WIRE_BYTES, request_body
 from tms.runs.ingest import service as ingest_service
 from tms.runs.ingest.models import IngestAnswer
-from tms.state import db_of
+from tms.state import DatabaseDep
 
 
 @post(
@@ -23,10 +23,10 @@ from tms.state import db_of
     "With `run_id` (a CI shard) the results go into that existing, unfinished run of the project, which stays "
     "open and fires no test_run.completed.",
 )
-async def ingest(request: ApiRequest) -> Response[IngestAnswer]:
+async def ingest(request: ApiRequest, db: DatabaseDep) -> Response[IngestAnswer]:
     async with request_body(request) as raw:
         status, body = await ingest_service.ingest(
-            db_of(request), request.user.tenant_id, raw, request.headers.get("idempotency-key")
+            db, request.user.tenant_id, raw, request.headers.get("idempotency-key")
         )
     # the body is already JSON (a replay returns the stored bytes verbatim)
     return Response(body, status_code=status, media_type=MediaType.JSON)  # type: ignore[arg-type]

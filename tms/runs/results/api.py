@@ -18,7 +18,8 @@ from tms.http.bodies import MAX_WIRE_BYTES, request_body
 from tms.http.paging import page_window
 from tms.library.cases.models import Pagination
 from tms.runs.results import service as result_service
-from tms.runs.results.models import RESULT_STATUSES, BulkAnswer, ResultList
+from tms.runs.results.models import BulkAnswer, ResultList
+from tms.runs.statuses import RESULT_STATUSES
 from tms.state import db_of
 
 _encoder = msgspec.json.Encoder()

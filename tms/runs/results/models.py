@@ -9,9 +9,8 @@ import msgspec
 
 from tms.http.fields import Label, RequestBody
 from tms.library.cases.models import Pagination
+from tms.runs.statuses import FAILING, ResultStatus
 
-ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
-RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 ResultSource = Literal["automated", "manual"]
 
 Ref = Annotated[str, msgspec.Meta(max_length=100)]
@@ -45,7 +44,7 @@ class ResultIn(msgspec.Struct, forbid_unknown_fields=True):
     @property
     def passed_on_retry(self) -> int:
         return int(self.status == "PASSED" and bool(self.attempts)
-                   and any(a in ("FAILED", "BROKEN") for a in self.attempts or ()))
+                   and any(a in FAILING for a in self.attempts or ()))
 
     def __post_init__(self) -> None:
         # stored in UTC: an offset can push a time at the calendar's edge out of the years 1-9999

@@ -24,14 +24,15 @@ from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, unreadable_json
 from tms.ids import iso
 from tms.library.cases import store as case_store
-from tms.runs.results.models import RESULT_STATUSES, BulkAnswer, ItemError, ResultIn
+from tms.runs.results.models import BulkAnswer, ItemError, ResultIn
 from tms.runs.results.store import LinkedRow, UnlinkedRow
+from tms.runs.statuses import RESULT_STATUSES
 
 T = TypeVar("T")
 Stamp = tuple[str | None, str | None, str | None]  # (fingerprint, bug_ticket_key, bug_ticket_url)
 _PATH = re.compile(r"`\$\.?([^`]*)`")
 # index of a status in a run's counts (index 0 is the total), as in tms.runs.store.COUNT_COLUMNS
-STATUS_INDEX = {status: i + 1 for i, status in enumerate(("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"))}
+STATUS_INDEX = {status: i + 1 for i, status in enumerate(RESULT_STATUSES)}
 
 
 def _explain(exc: msgspec.ValidationError) -> tuple[str, str | None]:

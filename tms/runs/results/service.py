@@ -22,7 +22,6 @@ from tms.runs import store as run_store
 from tms.runs import writes
 from tms.runs.results import store as result_store
 from tms.runs.results.models import (
-    RESULT_STATUSES,
     BulkAnswer,
     Result,
     ResultList,
@@ -30,6 +29,7 @@ from tms.runs.results.models import (
     ResultsBodyLoose,
 )
 from tms.runs.results.rows import bulk_answer, cases_still_exist, decode_bulk, off_loop, resolve_cases
+from tms.runs.statuses import RESULT_STATUSES
 from tms.runs.writes import RunRef
 
 

@@ -12,6 +12,7 @@ from msgspec.structs import astuple
 
 from tms.db import Database, Row, Transaction
 from tms.db.paging import page_sql
+from tms.runs.statuses import FAILING
 
 
 class Current(NamedTuple):
@@ -210,6 +211,26 @@ async def _page_of(db: Database, table: str, columns: str, run: tuple[str, str],
         where += " AND status = ?"
         params.append(status)
     return await db.fetch_all(page_sql(db.dialect, table, columns, where), (*params, limit, offset))
+
+
+_FAILING_SQL = "status IN ({})".format(", ".join(f"'{s}'" for s in sorted(FAILING)))
+
+
+async def page_failures_first(db: Database, tenant_id: str, run_id: str, *, limit: int, offset: int,
+                              failing_total: int) -> list[Row]:
+    """One page of the run's linked results, failed and blocked ones first (``failing_total`` of them),
+    then the others, each part in stored order: what needs a look is on the first screen (issue 24).
+    Two index walks, as with a status filter; nothing sorts the run's rows."""
+    run, rows = (run_id, tenant_id), []
+    where = _WHERE_RUN["test_results"]
+    if offset < failing_total:
+        rows = await db.fetch_all(page_sql(db.dialect, "test_results", _LIST_COLUMNS, f"{where} AND {_FAILING_SQL}"),
+                                  (*run, limit, offset))
+    if len(rows) < limit:
+        rows += await db.fetch_all(
+            page_sql(db.dialect, "test_results", _LIST_COLUMNS, f"{where} AND NOT {_FAILING_SQL}"),
+            (*run, limit - len(rows), max(0, offset - failing_total)))
+    return rows
 
 
 async def count_for_run(db: Database, tenant_id: str, run_id: str) -> tuple[int, int]:

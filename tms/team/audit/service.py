@@ -130,15 +130,26 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def change_lines(changes: Mapping[str, Any] | None) -> list[ChangeLine]:
+def change_lines(changes: Mapping[str, Any] | None, names: Mapping[str, str] | None = None) -> list[ChangeLine]:
     """``changes`` for reading: a pair ``[old, new]`` as old → new, a list as a list, never a list's
-    first two items as old → new."""
+    first two items as old → new. An id found in ``names`` (members, projects, milestones the page knows)
+    reads as its name, and its field without the ``_id`` (issue 24: no raw ids to read)."""
     lines = []
+    known = names or {}
+
+    def shown(value: Any) -> str:
+        if isinstance(value, str) and value in known:
+            return known[value]
+        if isinstance(value, list) and known:
+            return ", ".join(shown(item) for item in value) if value else "(none)"
+        return _shown(value)
+
     for field, value in (changes or {}).items():
+        label = field.removesuffix("_id").replace("_", " ") if known and field.endswith("_id") else field
         if _is_pair(field, value):
-            lines.append(ChangeLine(field, old=_shown(value[0]), new=_shown(value[1]), is_pair=True))
+            lines.append(ChangeLine(label, old=shown(value[0]), new=shown(value[1]), is_pair=True))
         else:
-            lines.append(ChangeLine(field, value=_shown(value)))
+            lines.append(ChangeLine(label, value=shown(value)))
     return lines
 
 

@@ -13,6 +13,7 @@ from litestar import Router, get
 from litestar.response import Template
 
 from tms.http.pages import AnyRequest, page_numbers, render, tenant_of
+from tms.library.projects import service as project_service
 from tms.state import db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
@@ -33,10 +34,14 @@ async def audit_page(request: AnyRequest, offset: int = 0) -> Template:
         action=query["action"] or None, actor_id=query["actor_id"] or None, limit=PAGE_SIZE, offset=max(0, offset))
     members = await team.list_users(db, tenant)
     emails = {member["id"]: member["email"] for member in members}
+    # ids in the changes read as names (issue 24): the members and the projects
+    names = {member["id"]: member["name"] or member["email"] for member in members}
+    names.update({project.id: project.name for project in await project_service.list_projects(db, tenant)})
     for entry in entries:
         actor = entry["actor"]
         entry["actor_detail"] = emails.get(actor["id"]) if actor["type"] == "user" else None
-        entry["lines"] = audit.change_lines(entry["changes"])
+        entry["lines"] = audit.change_lines(entry["changes"], names)
+        entry["entity_name"] = names.get(entry["entity_id"] or "")
     return render(request, "audit/index.html", active_nav="settings", settings_nav="audit", entries=entries,
                   query=query, members=members, entity_types=ENTITY_TYPES,
                   pager=page_numbers(total, limit, offset),

@@ -7,16 +7,24 @@ or its CN → role; the highest wins), else the tenant's default role; with neit
 refused. An existing account's role follows the map at each sign-in (through the team service, so a
 demotion below admin revokes what they issued); the owner's never changes. The bind password of the
 service account is write-only: stored for the search, never shown, returned, audited or logged.
+
+At rest the bind password is a Fernet token (``secret_box``, purpose ``ldap-bind-password``) in
+``bind_password_sealed``. Values stored in clear before migration 0042 are sealed at start
+(``seal_plain_passwords``, called by the app's lifespan: a migration cannot encrypt, the key is not in
+the database) and by any save; until then, and for a value an older replica writes during an upgrade,
+the plain column is read as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+from tms.config import Config
 from tms.db import Database, Row
 from tms.errors import InvalidInput, NotFound
 from tms.ids import new_id, now_iso
@@ -26,8 +34,12 @@ from tms.team.audit import service as audit
 from tms.team.ldap import client, store
 from tms.team.ldap.client import DirectoryError, WrongCredentials
 from tms.team.scim.service import ROLE_ORDER, format_group_role_map, parse_group_role_map
+from tms.team.signin import secret_box
 
 __all__ = ["DirectoryError", "SignInRefused", "WrongCredentials"]
+
+log = logging.getLogger(__name__)
+SECRET_PURPOSE = "ldap-bind-password"  # noqa: S105 - the name of a key derivation purpose
 
 
 class SignInRefused(Exception):
@@ -63,7 +75,8 @@ def _settings(row: Row | None) -> LdapSettings:
     return LdapSettings(
         enabled=bool(row["enabled"]), url=row["url"], start_tls=bool(row["start_tls"]), ca_cert=row["ca_cert"],
         user_dn_template=row["user_dn_template"], search_base=row["search_base"],
-        search_filter=row["search_filter"], bind_dn=row["bind_dn"], has_bind_password=bool(row["bind_password"]),
+        search_filter=row["search_filter"], bind_dn=row["bind_dn"],
+        has_bind_password=bool(row["bind_password"] or row["bind_password_sealed"]),
         group_base=row["group_base"], group_role_map=msgspec.json.decode(row["group_role_map"]),
         default_role=row["default_role"])
 
@@ -104,9 +117,24 @@ def _checked(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     return values, errors
 
 
-async def _directory(db: Database, tenant_id: str, values: dict[str, Any], password: str) -> client.Directory:
-    stored = await store.get_settings(db, tenant_id)
-    bind_password = password or (stored["bind_password"] if stored is not None else "")
+def _stored_password(config: Config, row: Row | None) -> str:
+    """The bind password of stored settings, in clear ('' for none)."""
+    if row is None:
+        return ""
+    if row["bind_password"]:  # not sealed yet (from before 0042, or written by an older replica)
+        return str(row["bind_password"])
+    if not row["bind_password_sealed"]:
+        return ""
+    try:
+        return secret_box.decrypt(config, SECRET_PURPOSE, row["bind_password_sealed"])
+    except secret_box.SecretUnreadable:
+        raise DirectoryError("The stored service account password cannot be read with this server's key "
+                             "([auth] secret_key changed?): enter it again in Settings → Directory.") from None
+
+
+async def _directory(db: Database, config: Config, tenant_id: str, values: dict[str, Any],
+                     password: str) -> client.Directory:
+    bind_password = password or _stored_password(config, await store.get_settings(db, tenant_id))
     return client.Directory(
         url=values["url"], start_tls=bool(values["start_tls"]), ca_cert=values["ca_cert"],
         user_dn_template=values["user_dn_template"], search_base=values["search_base"],
@@ -114,37 +142,67 @@ async def _directory(db: Database, tenant_id: str, values: dict[str, Any], passw
         group_base=values["group_base"])
 
 
-async def save_settings(db: Database, tenant_id: str, form: dict[str, str]) -> None:
+def _sealed_for_save(config: Config, before: Row | None, form: dict[str, str]) -> tuple[str, str | None]:
+    """(what ``bind_password_sealed`` becomes, the audit's word for the password or None when it did
+    not change). Typed: sealed anew; empty: the stored one kept (a plain one sealed now); cleared: ''."""
+    typed = form.get("bind_password", "")
+    try:
+        old = _stored_password(config, before)
+    except DirectoryError:  # unreadable with this key: whatever is typed replaces it
+        old = None
+    if form.get("clear_bind_password"):
+        return "", "(removed)" if old != "" else None
+    if typed:
+        return secret_box.encrypt(config, SECRET_PURPOSE, typed), "(changed)" if typed != old else None
+    if before is not None and before["bind_password"]:
+        return secret_box.encrypt(config, SECRET_PURPOSE, before["bind_password"]), None
+    return (before["bind_password_sealed"] if before is not None else ""), None
+
+
+async def save_settings(db: Database, config: Config, tenant_id: str, form: dict[str, str]) -> None:
     """Stores the form; an empty password field keeps the stored one, ``clear_bind_password`` drops it."""
     values, errors = _checked(form)
     if errors:
         raise team.FormErrors(errors)
     before = await store.get_settings(db, tenant_id)
-    password = form.get("bind_password", "")
-    if form.get("clear_bind_password"):
-        stored_password = ""
-    else:
-        stored_password = password or (before["bind_password"] if before is not None else "")
+    sealed, password_change = _sealed_for_save(config, before, form)
     row = {**values, "group_role_map": msgspec.json.encode(values["group_role_map"]).decode(),
-           "bind_password": stored_password}
+           "bind_password": "", "bind_password_sealed": sealed}
     async with db.transaction() as tx:
         await store.put_settings(tx, tenant_id, row, now_iso())
         old = dict(before) if before is not None else {}
-        shown = [column for column in store.COLUMNS if column != "bind_password"]
+        shown = [column for column in store.COLUMNS if not column.startswith("bind_password")]
         changes: dict[str, Any] = audit.changes_between(old, row, shown)
-        if (old.get("bind_password") or "") != stored_password:
-            changes["bind_password"] = "(changed)" if stored_password else "(removed)"
+        if password_change:
+            changes["bind_password"] = password_change
         await audit.record(tx, tenant_id, "ldap.settings_updated", "tenant", tenant_id, changes)
 
 
-async def test_connection(db: Database, tenant_id: str, form: dict[str, str]) -> str:
+async def seal_plain_passwords(db: Database, config: Config) -> int:
+    """Encrypts every bind password still stored in clear (from before migration 0042) and empties the
+    plain column, in one transaction; returns how many. Run at each start: a no-op once done, and safe
+    on several replicas at once (a row is updated only while it still holds the value read)."""
+    rows = await store.plain_passwords(db)
+    if not rows:
+        return 0
+    # one Fernet encryption each (tens of microseconds), off the event loop for a large install
+    sealed = await asyncio.to_thread(lambda: [
+        (secret_box.encrypt(config, SECRET_PURPOSE, row["bind_password"]), row["tenant_id"], row["bind_password"])
+        for row in rows])
+    async with db.transaction() as tx:
+        await store.seal_passwords(tx, sealed)
+    log.info("encrypted %d LDAP service account password(s) stored in clear before migration 0042", len(rows))
+    return len(rows)
+
+
+async def test_connection(db: Database, config: Config, tenant_id: str, form: dict[str, str]) -> str:
     """The form's settings (not yet saved; the stored password when the field is empty) tried out."""
     values, errors = _checked({**form, "enabled": ""})
     if not values["url"]:
         errors["url"] = "Enter the directory's URL to test it."
     if errors:
         raise team.FormErrors(errors)
-    directory = await _directory(db, tenant_id, values, form.get("bind_password", ""))
+    directory = await _directory(db, config, tenant_id, values, form.get("bind_password", ""))
     return await asyncio.to_thread(client.test_connection, directory)
 
 
@@ -178,13 +236,18 @@ async def _failed(db: Database, tenant_id: str, username: str, reason: str) -> N
                            {"method": "ldap", "username": username[:200], "reason": reason})
 
 
-async def sign_in(db: Database, tenant_id: str, username: str, password: str) -> Row:
+async def sign_in(db: Database, config: Config, tenant_id: str, username: str, password: str) -> Row:
     """The account a successful bind signs in (created on first sign-in). Raises WrongCredentials,
     DirectoryError or SignInRefused; each failure is an audit entry (never with the password)."""
     settings = await get_settings(db, tenant_id)
     if not settings.enabled:
         raise NotFound("This team does not sign in with LDAP.")
-    directory = await _directory(db, tenant_id, {**settings.form(), "start_tls": settings.start_tls}, "")
+    try:
+        directory = await _directory(db, config, tenant_id, {**settings.form(), "start_tls": settings.start_tls},
+                                     "")
+    except DirectoryError as exc:
+        await _failed(db, tenant_id, username, str(exc))
+        raise
     try:
         found = await asyncio.to_thread(client.authenticate, directory, username, password)
     except WrongCredentials:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from tms.db import Database, Row, Transaction
 
 Reader = Database | Transaction
+# bind_password: a plain value from before migration 0042, emptied at start (and by every save);
+# bind_password_sealed: the password as a Fernet token (tms.team.signin.secret_box)
 COLUMNS = ("enabled", "url", "start_tls", "ca_cert", "user_dn_template", "search_base", "search_filter",
-           "bind_dn", "bind_password", "group_base", "group_role_map", "default_role")
+           "bind_dn", "bind_password", "bind_password_sealed", "group_base", "group_role_map", "default_role")
 
 
 async def get_settings(db: Reader, tenant_id: str) -> Row | None:
@@ -22,6 +24,17 @@ async def put_settings(tx: Transaction, tenant_id: str, values: dict[str, object
         f"INSERT INTO ldap_settings (tenant_id, {names}, updated_at) VALUES (:tenant_id, {marks}, :updated_at) "
         f"ON CONFLICT (tenant_id) DO UPDATE SET {updates}, updated_at = excluded.updated_at",
         {**values, "tenant_id": tenant_id, "updated_at": at})
+
+
+async def plain_passwords(db: Reader) -> list[Row]:
+    """Settings that still hold a plain bind password (from before migration 0042)."""
+    return await db.fetch_all("SELECT tenant_id, bind_password FROM ldap_settings WHERE bind_password != ''")
+
+
+async def seal_passwords(tx: Transaction, sealed: list[tuple[str, str, str]]) -> None:
+    """(sealed, tenant id, the plain value read) each: the plain value goes, unless it changed meanwhile."""
+    await tx.executemany("UPDATE ldap_settings SET bind_password_sealed = ?, bind_password = '' "
+                         "WHERE tenant_id = ? AND bind_password = ?", sealed)
 
 
 async def tenants_with_ldap(db: Reader) -> list[Row]:

@@ -58,7 +58,7 @@ async def sign_in(request: Request[Any, Any, Any]) -> Template | Redirect:
     if wait:
         return again(f"Too many failed sign-ins. Try again in {wait} seconds.", 429, {"Retry-After": str(wait)})
     try:
-        user = await service.sign_in(db, tenant_id, username, password)
+        user = await service.sign_in(db, config_of(request), tenant_id, username, password)
     except service.WrongCredentials:
         await throttle.record_failure(address, key)
         return again("Wrong username or password.", 400)
@@ -97,7 +97,7 @@ async def settings_page(request: AnyRequest) -> Template:
 async def save_settings(request: AnyRequest) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
-        await service.save_settings(db_of(request), tenant_of(request), single)
+        await service.save_settings(db_of(request), config_of(request), tenant_of(request), single)
     except DomainError as exc:
         return await _page(request, form=single, errors=_errors(exc), status_code=400)
     return done(request, "/settings/ldap", "LDAP sign-in settings saved.")
@@ -107,7 +107,7 @@ async def save_settings(request: AnyRequest) -> Template | Redirect:
 async def test_connection(request: AnyRequest) -> Template:
     single, _ = await form_of(request)
     try:
-        message = await service.test_connection(db_of(request), tenant_of(request), single)
+        message = await service.test_connection(db_of(request), config_of(request), tenant_of(request), single)
     except DomainError as exc:
         return await _page(request, form=single, errors=_errors(exc), status_code=400)
     except service.DirectoryError as exc:

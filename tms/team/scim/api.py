@@ -8,7 +8,8 @@ error body (``urn:ietf:params:scim:api:messages:2.0:Error``) with the status as 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import msgspec
 from litestar import Request, Response, Router, delete, get, patch, post, put, route
@@ -39,6 +40,7 @@ from tms.team.scim.models import MEDIA_TYPE, PROVIDER, UserResource
 from tms.team.tokens.service import verify_token
 
 SCIM: dict[str, Any] = {"opt": {"scope": "scim"}}
+T = TypeVar("T")
 
 
 async def scim_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
@@ -56,8 +58,25 @@ async def scim_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: Ba
     state.token_usage.mark(principal.token_id)
     acting_as(Actor("token", principal.token_id, principal.token_name))
     if "scim" not in principal.scopes:
+        await service.record_refused(state.db, principal.tenant_id, principal.token_id,
+                                     "token without the scim scope", _request_line(connection))
         raise ForbiddenException(detail="SCIM provisioning needs a token with the 'scim' scope.")
     connection.scope["user"] = principal
+
+
+def _request_line(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    return f"{connection.scope.get('method', '')} {connection.url.path}"
+
+
+async def _write(request: ApiRequest, work: Awaitable[T]) -> T:
+    """A write by id; one naming an id the team does not have (another team's: a 404 like any unknown id)
+    is an audit entry too."""
+    try:
+        return await work
+    except NotFoundException:
+        await service.record_refused(db_of(request), request.user.tenant_id, request.user.token_id,
+                                     "no such resource in this team", _request_line(request))
+        raise
 
 
 def _base(request: ApiRequest) -> str:
@@ -176,19 +195,19 @@ async def get_user(request: ApiRequest, user_id: str) -> Response[bytes]:
 
 @put("/Users/{user_id:str}", **SCIM)
 async def replace_user(request: ApiRequest, user_id: str) -> Response[bytes]:
-    return _answer(await service.replace_user(db_of(request), request.user.tenant_id, _base(request),
-                                              _actor(request), user_id, await _payload(request)))
+    return _answer(await _write(request, service.replace_user(db_of(request), request.user.tenant_id, _base(request),
+                                                              _actor(request), user_id, await _payload(request))))
 
 
 @patch("/Users/{user_id:str}", **SCIM)
 async def patch_user(request: ApiRequest, user_id: str) -> Response[bytes]:
-    return _answer(await service.patch_user(db_of(request), request.user.tenant_id, _base(request),
-                                            _actor(request), user_id, await _payload(request)))
+    return _answer(await _write(request, service.patch_user(db_of(request), request.user.tenant_id, _base(request),
+                                                            _actor(request), user_id, await _payload(request))))
 
 
 @delete("/Users/{user_id:str}", status_code=204, **SCIM)
 async def delete_user(request: ApiRequest, user_id: str) -> None:
-    await service.delete_user(db_of(request), request.user.tenant_id, _actor(request), user_id)
+    await _write(request, service.delete_user(db_of(request), request.user.tenant_id, _actor(request), user_id))
 
 
 # --- groups -----------------------------------------------------------------------------------------------
@@ -221,19 +240,20 @@ async def get_group(request: ApiRequest, group_id: str) -> Response[bytes]:
 
 @put("/Groups/{group_id:str}", **SCIM)
 async def replace_group(request: ApiRequest, group_id: str) -> Response[bytes]:
-    return _answer(await service.replace_group(db_of(request), request.user.tenant_id, _base(request),
-                                               _actor(request), group_id, await _payload(request)))
+    return _answer(await _write(request, service.replace_group(db_of(request), request.user.tenant_id,
+                                                               _base(request), _actor(request), group_id,
+                                                               await _payload(request))))
 
 
 @patch("/Groups/{group_id:str}", **SCIM)
 async def patch_group(request: ApiRequest, group_id: str) -> Response[bytes]:
-    return _answer(await service.patch_group(db_of(request), request.user.tenant_id, _base(request),
-                                             _actor(request), group_id, await _payload(request)))
+    return _answer(await _write(request, service.patch_group(db_of(request), request.user.tenant_id, _base(request),
+                                                             _actor(request), group_id, await _payload(request))))
 
 
 @delete("/Groups/{group_id:str}", status_code=204, **SCIM)
 async def delete_group(request: ApiRequest, group_id: str) -> None:
-    await service.delete_group(db_of(request), request.user.tenant_id, _actor(request), group_id)
+    await _write(request, service.delete_group(db_of(request), request.user.tenant_id, _actor(request), group_id))
 
 
 @post("/.search", **SCIM)

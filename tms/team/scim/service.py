@@ -545,3 +545,12 @@ def domain_error(exc: DomainError) -> SCIMException:
     if isinstance(exc, Conflict):
         return UniquenessException(detail=exc.detail)
     return InvalidValueException(detail=exc.detail)
+
+
+async def record_refused(db: Database, tenant_id: str, token_id: str, reason: str, request: str) -> None:
+    """An audit entry for a refused SCIM request: a token without the ``scim`` scope (a read or write token
+    pasted into the provider by mistake, or one trying what it may not), or a write naming an id this
+    team does not have (another team's, or one the provider's mapping lost): the admins see who and what."""
+    async with db.transaction() as tx:
+        await audit.record(tx, tenant_id, "scim.request_refused", "token", token_id,
+                           {"reason": reason, "request": request[:300]})

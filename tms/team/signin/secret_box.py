@@ -1,4 +1,5 @@
-"""Secrets the service must read back (TOTP seeds) are encrypted at rest with a key the database does not hold.
+"""Secrets the service must read back (TOTP seeds, the OpenID Connect client secret, the LDAP service
+account's password, trackers' API tokens) are encrypted at rest with a key the database does not hold.
 
 The master key is ``[auth] secret_key`` when set (the same value on every replica), otherwise 32 random
 bytes generated once into ``<data_dir>/secret.key`` (mode 0600; replicas that share ``data_dir`` share

@@ -257,13 +257,36 @@ async def reset(db: Database, tenant_id: str, actor_id: str, user_id: str) -> No
     if member["role"] == "owner" and member["id"] != actor_id:
         raise Conflict("The owner's two-factor is reset only by the owner (a recovery code signs them in).",
                        field="user")
+    await _remove(db, tenant_id, user_id, member["email"], {})
+
+
+COMMAND_LINE = audit.Actor("system", None, "tms admin (command line)")
+
+
+async def reset_by_email(db: Database, email: str) -> str:
+    """``tms admin two-factor reset --email``: the way back for a member no admin can reset, above all an
+    owner who lost both the device and the recovery codes. Whoever runs it has the server's database,
+    so it needs no role; it is audited as the command line, and ends the member's sessions like the
+    admin's reset. Returns what was done, for the operator."""
+    found = await user_store.find_user_by_email(db, email.strip())
+    if found is None:
+        raise NotFound(f"no account uses {email.strip()}", field="email")
+    audit.acting_as(COMMAND_LINE)
+    ended = await _remove(db, found["tenant_id"], found["id"], found["email"], {"by": "command line"})
+    return (f"two-factor of {found['email']} reset: they sign in with their password and set it up again "
+            f"({ended} session{'s' if ended != 1 else ''} ended)")
+
+
+async def _remove(db: Database, tenant_id: str, user_id: str, email: str, extra: dict[str, str]) -> int:
+    """Seed and recovery codes removed, sessions ended (each audited) and the code throttle lifted, in one
+    transaction; returns how many sessions ended."""
     async with db.transaction() as tx:
         if not await store.remove(tx, user_id):
-            raise Conflict(f"{member['email']} has no two-factor to reset.", field="user")
-        await audit.record(tx, tenant_id, "user.two_factor_reset", "user", user_id, {"email": member["email"]})
+            raise Conflict(f"{email} has no two-factor to reset.", field="user")
+        await audit.record(tx, tenant_id, "user.two_factor_reset", "user", user_id, {"email": email, **extra})
         ended = await session_store.end_sessions(tx, user_id)
         if ended:
             await audit.record(tx, tenant_id, "user.sessions_ended", "user", user_id,
                                {"sessions": ended, "reason": "two-factor reset"})
     await login_failures.forget_address(db, _throttle_key(user_id))
-
+    return ended

@@ -73,3 +73,4 @@ class SignInChoices:
     by_email: bool = False  # another tenant has single sign-on: offer "continue with your work email"
     message: str = ""  # why a work email found no team
     email: str = ""  # the work email typed, kept in its field
+    password_hidden: bool = False  # the team named (or found by email) requires SSO: the password is the owner's

@@ -243,12 +243,17 @@ async def password_sign_in_refused(db: Database, user_id: str) -> str | None:
     """Why this user may not sign in with a password, or None when they may.
 
     The password sign-in calls it after the password matched: with "SSO required" on for the user's
-    tenant only the owner (the way back in when the provider fails) signs in with a password."""
+    tenant only the owner (the way back in when the provider fails) signs in with a password. A refusal
+    is an audit entry (``user.sign_in_failed``, reason ``SSO required``)."""
     user = await user_store.get_user(db, user_id)
     if user is None or user["role"] == "owner" or not await sso_store.sso_required(db, user["tenant_id"]):
         return None
     provider = await sso_store.get_provider(db, user["tenant_id"])
     name = provider.name if provider is not None else "single sign-on"
+    audit.acting_as(audit.Actor("user", user["id"], user["name"] or user["email"]))
+    async with db.transaction() as tx:
+        await audit.record(tx, user["tenant_id"], "user.sign_in_failed", "user", user["id"],
+                           {"method": "password", "reason": "SSO required"})
     return f"{user['tenant_name']} signs in with {name}: use “Sign in with {name}” instead of a password."
 
 
@@ -259,7 +264,8 @@ async def sign_in_choices(db: Database, tenant_id: str | None, next_path: str = 
                           email: str | None = None) -> SignInChoices:
     """The "Sign in with <provider>" buttons the sign-in page shows: the tenant's named in the URL
     (``tenant=``) or found by the domain of ``email``, else the only one of the install; and whether to
-    offer "continue with your work email" (its domain picks the tenant)."""
+    offer "continue with your work email" (its domain picks the tenant). When that team requires single
+    sign-on, the page folds the password form away behind "Team owner?": only the owner's password works."""
     message = ""
     if not tenant_id and email:
         domain = email.strip().rpartition("@")[2].lower()
@@ -273,7 +279,10 @@ async def sign_in_choices(db: Database, tenant_id: str | None, next_path: str = 
     rows, count = await sso_store.enabled_providers(db, tenant_id)
     suffix = "" if next_path in ("", "/") else "&next=" + _quote(next_path)
     buttons = [Button(row["name"], f"/auth/oidc/start?tenant={_quote(row['tenant_id'])}{suffix}") for row in rows]
-    return SignInChoices(buttons=buttons, by_email=count > len(buttons), message=message, email=email or "")
+    # only for a team asked for by name or email: the only team of the install with SSO hides no one's password
+    hidden = bool(tenant_id) and len(rows) == 1 and bool(rows[0]["sso_required"])
+    return SignInChoices(buttons=buttons, by_email=count > len(buttons), message=message, email=email or "",
+                         password_hidden=hidden)
 
 
 def _quote(value: str) -> str:
@@ -399,6 +408,11 @@ async def finish(db: Database, config: Config, *, state: str, code: str, error: 
     return SignedIn(user_id, settings.tenant_id, login.next_path)
 
 
+async def _claimed_by_another_team(db: Database, tenant_id: str, email: str) -> bool:
+    domain = email.rpartition("@")[2].lower()
+    return any(other != tenant_id for other in await sso_store.tenants_for_domain(db, domain))
+
+
 def _mapped_role(settings: ProviderSettings, identity: Identity) -> str | None:
     """The highest role the user's groups map to; the default role when a mapping is set and none
     matches; None when the tenant maps no groups (roles are then managed in TMS)."""
@@ -434,6 +448,11 @@ async def _provision(db: Database, settings: ProviderSettings, identity: Identit
         if not settings.create_users:
             raise await _refuse(db, settings, "no such member", who,
                                 message=f"{email} is not a member of this team; ask an admin to invite you.")
+        if not settings.allowed_domains and await _claimed_by_another_team(db, settings.tenant_id, email):
+            # "any verified address" is any address no other team claims: no squatting another team's people
+            raise await _refuse(db, settings, "email domain of another team", who,
+                                message=f"Addresses of {email.rpartition('@')[2]} belong to another team on this "
+                                        "server; ask an admin of this team to invite you.")
         user_id = new_id()
         role = role or settings.default_role
         async with db.transaction() as tx:  # one writer at a time: the check and the insert cannot race

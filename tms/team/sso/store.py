@@ -57,10 +57,10 @@ async def enabled_providers(db: Database, tenant_id: str | None) -> tuple[list[R
     have one: what the sign-in page offers. Two indexed reads."""
     count = int(await db.fetch_value("SELECT COUNT(*) FROM oidc_providers WHERE enabled = 1"))
     if tenant_id:
-        rows = await db.fetch_all("SELECT tenant_id, name FROM oidc_providers WHERE enabled = 1 AND tenant_id = ?",
-                                  (tenant_id,))
+        rows = await db.fetch_all("SELECT tenant_id, name, sso_required FROM oidc_providers "
+                                  "WHERE enabled = 1 AND tenant_id = ?", (tenant_id,))
     elif count == 1:
-        rows = await db.fetch_all("SELECT tenant_id, name FROM oidc_providers WHERE enabled = 1")
+        rows = await db.fetch_all("SELECT tenant_id, name, sso_required FROM oidc_providers WHERE enabled = 1")
     else:
         rows = []
     return rows, count

@@ -16,7 +16,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from tms.errors import DomainError
 from tms.http.pages import AnyRequest, done, form_of, render, tenant_of
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard, safe_next
 from tms.team.signin.session_cookie import start_session
@@ -55,7 +55,7 @@ def _checked(single: dict[str, str], name: str) -> bool:
 
 
 @post("/settings/sign-in", status_code=303)
-async def save_settings(request: AnyRequest) -> Template | Redirect:
+async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     form = sso.SettingsForm(
         name=single.get("name", ""), issuer=single.get("issuer", ""), client_id=single.get("client_id", ""),
@@ -65,7 +65,7 @@ async def save_settings(request: AnyRequest) -> Template | Redirect:
         group_roles=single.get("group_roles", ""), sso_required=_checked(single, "sso_required"),
         enabled=_checked(single, "enabled"))
     try:
-        await sso.save_settings(db_of(request), config_of(request), tenant_of(request), form)
+        await sso.save_settings(db, config, tenant_of(request), form)
     except sso.SettingsErrors as exc:
         # a typed secret is not echoed back into the page
         return await _settings_page(request, form=replace(form, client_secret=""), errors=exc.fields,
@@ -74,8 +74,8 @@ async def save_settings(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/settings/sign-in/remove", status_code=303)
-async def remove_settings(request: AnyRequest) -> Redirect:
-    removed = await sso.remove_settings(db_of(request), tenant_of(request))
+async def remove_settings(request: AnyRequest, db: DatabaseDep) -> Redirect:
+    removed = await sso.remove_settings(db, tenant_of(request))
     return done(request, "/settings/sign-in",
                 "Single sign-on removed: members sign in with their passwords." if removed else "Nothing to remove.")
 
@@ -96,10 +96,11 @@ def _browser_cookie(request: AnyRequest, value: str, max_age: int) -> Cookie:
 
 
 @get("/auth/oidc/start")
-async def start(request: AnyRequest, tenant: str | None = None, email: str | None = None,
+async def start(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                tenant: str | None = None, email: str | None = None,
                 next: str | None = None) -> Template | Redirect:
     try:
-        begun = await sso.begin(db_of(request), config_of(request), tenant_id=tenant, email=email,
+        begun = await sso.begin(db, config, tenant_id=tenant, email=email,
                                 next_path=safe_next(next))
     except DomainError as exc:
         return _error_page(request, exc)
@@ -110,10 +111,10 @@ async def start(request: AnyRequest, tenant: str | None = None, email: str | Non
 
 
 @get("/auth/oidc/callback")
-async def callback(request: AnyRequest) -> Template | Redirect:
+async def callback(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     query = request.query_params  # ``state`` is a name Litestar reserves for handler parameters
     try:
-        signed_in = await sso.finish(db_of(request), config_of(request), state=query.get("state", ""),
+        signed_in = await sso.finish(db, config, state=query.get("state", ""),
                                      code=query.get("code", ""), error=query.get("error", ""),
                                      browser_key=request.cookies.get(BROWSER_COOKIE, ""))
     except DomainError as exc:

@@ -9,7 +9,7 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of, user_of
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard
 from tms.team.tokens import service as token_service
@@ -41,13 +41,13 @@ async def tokens_page(request: AnyRequest) -> Template:
 
 
 @post("/tokens", status_code=303)
-async def create_token(request: AnyRequest) -> Template | Redirect:
+async def create_token(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, multi = await form_of(request)
     name, scopes = single.get("name", ""), multi.get("scopes", [])
     form = {"name": name, "scopes": scopes}
     try:
         created = await token_service.create_token(
-            db_of(request), tenant_of(request), name, scopes, created_by=user_of(request).id
+            db, tenant_of(request), name, scopes, created_by=user_of(request).id
         )
     except DomainError as exc:
         return await _page(request, form=form, errors=field_errors(exc, "name"), status_code=400)
@@ -56,9 +56,9 @@ async def create_token(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/tokens/{token_id:str}/revoke", status_code=303)
-async def revoke_token(request: AnyRequest, token_id: str) -> Redirect:
+async def revoke_token(request: AnyRequest, db: DatabaseDep, token_id: str) -> Redirect:
     try:
-        await token_service.revoke_token(db_of(request), tenant_of(request), token_id)
+        await token_service.revoke_token(db, tenant_of(request), token_id)
     except NotFound as exc:
         raise not_found("token") from exc
     return done(request, "/settings/tokens", "Token revoked. It no longer works.")

@@ -1,0 +1,1 @@
+"""Shared steps: named lists of Gherkin steps a project's cases use (`* shared: <name>`, issue 26)."""
