@@ -246,6 +246,23 @@ def test_generate_review_and_save_as_draft_cases(team: Tenant, fake: FakeProvide
     assert "These drafts were saved" in text_of(web.get(location, headers=HTML).text)
 
 
+def test_drafts_arrive_needing_review_when_the_project_requires_it(team: Tenant, fake: FakeProvider) -> None:
+    """Issue 26: under require_review saved drafts wait for a review, the saving user as their author."""
+    assert team.api.patch(f"/api/v1/projects/{team.project_id}",  # type: ignore[attr-defined]
+                          json={"require_review": True}).status_code == 200
+    web = team.web()
+    fake.answer_content(scenarios(GOOD_1))
+    location = drafts_url(generate(web))
+    saved = web.post(location, data={"keep": ["0"], "title-0": "Sign in works", "gherkin-0": GOOD_1[1]},
+                     headers=HTML)
+    assert saved.status_code == 303, text_of(saved.text)[:500]
+    owner = next(u["id"] for u in team.api.get("/api/v1/users").json()["data"] if u["role"] == "owner")
+    [case] = cases_of(team)
+    assert case["status"] == "DRAFT"
+    assert (case["review"]["state"], case["review"]["author_id"], case["review"]["reviewer_id"]) == (
+        "REQUESTED", owner, None)
+
+
 def test_fenced_json_and_plain_gherkin_answers_are_read(team: Tenant, fake: FakeProvider) -> None:
     web = team.web()
     fake.answer_content("Sure! Here are the scenarios:\n```json\n" + scenarios(GOOD_1) + "\n```\nGood luck.")

@@ -173,6 +173,10 @@ API_ROUTES = [
     ("PATCH", "/api/v1/integrations/{integration}", {"name": "stolen"}),
     ("DELETE", "/api/v1/integrations/{integration}", None),
     ("POST", "/api/v1/results/{result}/defect", {"integration_id": "{integration}"}),
+    ("POST", "/api/v1/cases/{case_id}/review", {"reviewer_id": "{member}"}),
+    ("POST", "/api/v1/cases/{case_code}/review/approve", None),
+    ("POST", "/api/v1/cases/{case_id}/review/reject", {"comment": "stolen"}),
+    ("POST", "/api/v1/runs/{run}/rerun", {"statuses": ["FAILED"]}),
     ("GET", "/api/v1/cases/{case_id}/comments", None),
     ("GET", "/api/v1/cases/{case_code}/comments", None),
     ("POST", "/api/v1/cases/{case_id}/comments", {"body": "stolen"}),
@@ -209,6 +213,13 @@ WEB_ROUTES = [
     ("GET", "/ai/generations/{generation}", None),
     ("POST", "/ai/generations/{generation}", {"keep": "0"}),
     ("POST", "/projects/{project}/activate", {}),
+    ("POST", "/projects/{project}/review", {"require_review": "true"}),
+    ("POST", "/cases/{case_code}/review", {"reviewer_id": "{member}"}),
+    ("POST", "/cases/{case_code}/review/approve", {}),
+    ("POST", "/cases/{case_id}/review/reject", {"comment": "stolen"}),
+    ("GET", "/runs/{run}/edit", None),
+    ("POST", "/runs/{run}/edit", {"name": "stolen"}),
+    ("POST", "/runs/{run}/rerun", {"statuses": "FAILED"}),
     ("POST", "/settings/tokens/{token}/revoke", {}),
     ("GET", "/cases/{case_code}", None),
     ("GET", "/cases/{case_id}", None),
@@ -349,6 +360,8 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
     assert victim.api.get(f"/api/v1/attachments/{owned.attachment}").status_code == 200
     assert victim.web().get("/api/webhooks").json()["data"][0]["active"] is True
     assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["archived"] is False
+    assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["require_review"] is False
+    assert case["review"]["state"] == "NONE"
     assert victim.api.get(f"/api/v1/milestones/{owned.milestone}").json()["data"]["status"] == "OPEN"
     assert victim.api.get(f"/api/v1/plans/{owned.plan}").json()["data"]["name"] == "Secret plan"
     comments = victim.api.get(f"/api/v1/cases/{owned.case_id}/comments").json()["data"]

@@ -47,6 +47,8 @@ from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
 from tms.library.cases import web as web_cases
+from tms.library.cases.review import api as review_api
+from tms.library.cases.review import web as review_web
 from tms.library.comments import api as comments_api
 from tms.library.comments import web as comments_web
 from tms.library.fields import api as fields_api
@@ -138,6 +140,7 @@ def _api_router() -> Router:
             runs_api.update_run,
             runs_api.add_cases,
             runs_api.remove_cases,
+            runs_api.rerun,
             results_api.list_results,
             results_api.post_results,
             executions_api.get_result,
@@ -174,6 +177,7 @@ def _api_router() -> Router:
             shared_steps_api.update_step,
             shared_steps_api.delete_step,
             cases_api.list_versions,
+            *review_api.ROUTES,
             case_io_api.export_cases,
             case_io_api.import_cases,
             projects_api.get_project,
@@ -221,6 +225,7 @@ def _web_routers() -> list[Any]:
         web_tokens.router(),
         web_library.router(),
         web_cases.router(),
+        review_web.router(),
         web_runs.router(),
         web_execution.router(),
         web_execution.upload_router(),

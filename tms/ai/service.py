@@ -271,7 +271,7 @@ async def save_drafts(
         if not await ai_store.claim_save(tx, tenant_id, generation_id, saved_at):
             raise Conflict("These drafts have already been saved.")
     try:
-        created = await case_service.create_cases(db, tenant_id, bodies)
+        created = await case_service.create_cases(db, tenant_id, bodies, drafted=True)
     except BaseException:
         async with db.transaction() as tx:
             await ai_store.release_save(tx, tenant_id, generation_id)

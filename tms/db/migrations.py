@@ -33,6 +33,7 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0020_result_fields            0039_result_fields
     0021_report_schedules         0040_report_schedules
     0022_case_attachments         0041_case_attachments
+    0019_case_review              0038_case_review
 """
 
 from __future__ import annotations

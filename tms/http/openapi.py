@@ -28,7 +28,7 @@ from litestar import Litestar, Request
 from litestar.openapi.plugins import JsonRenderPlugin
 
 from tms.http.problems import PROBLEM_JSON
-from tms.library.cases.models import CASE_STATUSES, AutomationStatus, Layer, Priority
+from tms.library.cases.models import CASE_STATUSES, REVIEW_STATES, AutomationStatus, Layer, Priority
 from tms.library.cases.store import SORTS as CASE_SORTS
 from tms.library.transfer.csvfile import FORMATS as IMPORT_FORMATS
 from tms.notifications.events import EVENT_NAMES
@@ -96,6 +96,7 @@ PARAMETER_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("/api/v1/cases", "priority"): get_args(Priority),
     ("/api/v1/cases", "automation_status"): get_args(AutomationStatus),
     ("/api/v1/cases", "layer"): get_args(Layer),
+    ("/api/v1/cases", "review"): REVIEW_STATES,
     ("/api/v1/runs", "status"): RUN_STATUSES,
     ("/api/v1/milestones", "status"): MILESTONE_STATUSES,
     ("/api/v1/cases/export", "format"): ("csv",),
@@ -141,6 +142,8 @@ FIELD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("KnownIssueCreate", "bug_ticket_key"): NOT_BLANK,
     ("KnownIssueUpdate", "bug_ticket_key"): NOT_BLANK,
     ("QuarantineCreate", "reason"): NOT_BLANK,
+    ("ReviewReject", "comment"): NOT_BLANK,
+    ("RunRerun", "name"): NOT_BLANK,
     ("CaseCreate", "bdd_content"): GHERKIN,
     ("CaseUpdate", "bdd_content"): GHERKIN,
     ("SubscriptionCreate", "url"): WEBHOOK_URL,

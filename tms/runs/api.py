@@ -14,6 +14,7 @@ from tms.runs.models import (
     RunCreate,
     RunEnvelope,
     RunList,
+    RunRerun,
     RunUpdate,
 )
 from tms.state import db_of
@@ -77,3 +78,12 @@ async def remove_cases(
         removed = await run_service.remove_cases_from_run(tx, tenant_id, run_id, data.case_ids)
     run = await run_service.get_run(db, tenant_id, run_id)
     return RunCasesEnvelope(data=RunCasesChange(added=None, removed=removed, run=run))
+
+
+@post("/runs/{run_id:str}/rerun", **requires("write"), status_code=201,
+      summary="A new run of the cases whose result in this run had one of the given statuses",
+      description="Same project, environment and milestone; each result assigned as before; default name "
+      "'<name> (rerun)'. statuses: PASSED, FAILED, BROKEN, SKIPPED, UNKNOWN (at least one). No matching result "
+      "with a test case is a 400 naming statuses.")
+async def rerun(request: ApiRequest, run_id: str, data: JSONBody[RunRerun]) -> RunEnvelope:
+    return RunEnvelope(data=await run_service.rerun(db_of(request), request.user.tenant_id, run_id, data))

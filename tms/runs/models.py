@@ -37,6 +37,19 @@ class RunUpdate(RequestBody):
     summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
 
+ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
+RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
+# the most cases one rerun carries (as many as POST /runs pre-populates)
+RERUN_MAX_CASES = 50_000
+
+
+class RunRerun(RequestBody):
+    """POST /runs/{id}/rerun: a new run of the cases whose result had one of ``statuses``."""
+
+    statuses: Annotated[list[ResultStatus], msgspec.Meta(min_length=1, max_length=5)]
+    name: Name | None = None  # default: the run's name + " (rerun)"
+
+
 class RunCounts(msgspec.Struct):
     """The run's results by status, linked and unlinked together (not in the spec: for dashboards/UI)."""
 

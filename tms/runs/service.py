@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from tms.db import Database, Row, Transaction
-from tms.errors import Conflict, InvalidInput, NotFound
+from tms.errors import Conflict, InvalidInput, NotFound, TooLarge
 from tms.http.paging import check_choice, page_window
 from tms.ids import new_id, new_ids, now_iso
 from tms.library.cases import store as case_store
@@ -17,7 +17,17 @@ from tms.library.projects import store as project_store
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
 from tms.runs import store as run_store
-from tms.runs.models import RUN_STATUSES, Run, RunCompletedEvent, RunCounts, RunCreate, RunUpdate
+from tms.runs.models import (
+    RERUN_MAX_CASES,
+    RUN_STATUSES,
+    Run,
+    RunCompletedEvent,
+    RunCounts,
+    RunCreate,
+    RunRerun,
+    RunUpdate,
+)
+from tms.runs.results import store as result_store
 from tms.runs.results.rows import placeholder_row
 from tms.team.audit import service as audit
 
@@ -251,3 +261,47 @@ async def remove_cases_from_run(tx: Transaction, tenant_id: str, run_id: str, ca
     if removed:
         await audit.record(tx, tenant_id, "run.cases_removed", "run", run_id, {"removed": removed})
     return removed
+
+
+async def rerun(db: Database, tenant_id: str, run_id: str, body: RunRerun) -> Run:
+    """A new PENDING run of the same project, environment and milestone holding the cases whose result in
+    this run had one of ``body.statuses``, each assigned to whom its result was; one transaction.
+
+    No such result is a 400 naming ``statuses``; more than RERUN_MAX_CASES cases a 413; an archived
+    project a 409 (as for any new run). Unlinked results (no case) cannot be rerun and are left out.
+    """
+    from tms.runs import writes  # here: tms.failures imports this module, and writes imports tms.failures
+    statuses: list[str] = list(dict.fromkeys(body.statuses))
+    name = (body.name or "").strip()
+    if body.name is not None and not name:
+        raise InvalidInput("name must not be blank", field="name")
+    async with db.transaction() as tx:
+        source = await run_store.get_run(tx, tenant_id, run_id)
+        if source is None:
+            raise NotFound(f"run {run_id} not found")
+        await require_project(tx, tenant_id, source["project_id"])
+        cases = await result_store.rerun_sources(tx, tenant_id, run_id, statuses, RERUN_MAX_CASES + 1)
+        if not cases:
+            raise InvalidInput(f"no result of run {run_id} with a test case is {' or '.join(statuses)}: "
+                               "nothing to rerun", field="statuses")
+        if len(cases) > RERUN_MAX_CASES:
+            raise TooLarge(f"a rerun holds at most {RERUN_MAX_CASES} cases; choose fewer statuses",
+                           field="statuses")
+        name = name or f"{source['name'][:191]} (rerun)"
+        new_run, now = new_id(), now_iso()
+        await run_store.insert_run(
+            tx, run_id=new_run, tenant_id=tenant_id, project_id=source["project_id"], name=name,
+            environment=source["environment"], status="PENDING", created_at=now, milestone_id=source["milestone_id"],
+        )
+        rows = [placeholder_row(result_id, tenant_id, new_run, case, now)
+                for result_id, case in zip(new_ids(len(cases)), cases, strict=True)]
+        await writes.add_placeholders(tx, tenant_id, new_run, rows, now)
+        # each new result assigned to whom the result it repeats was
+        await writes.set_assignees(tx, tenant_id, [(placeholder.id, case["assignee_id"]) for case, placeholder
+                                                   in zip(cases, rows, strict=True) if case["assignee_id"]], now)
+        await audit.record(tx, tenant_id, "run.created", "run", new_run,
+                           {"name": name, "project_id": source["project_id"], "environment": source["environment"],
+                            "cases": len(rows), "rerun_of": run_id, "statuses": statuses})
+        row = await run_store.get_run(tx, tenant_id, new_run)
+    assert row is not None
+    return run_from_row(row)

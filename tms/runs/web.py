@@ -14,7 +14,18 @@ from tms.attachments import service as attachment_service
 from tms.attachments.api import attachment_file
 from tms.errors import DomainError, NotFound
 from tms.failures import service as failure_service
-from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
+from tms.http.pages import (
+    AnyRequest,
+    convert,
+    done,
+    field_errors,
+    form_of,
+    not_found,
+    page_numbers,
+    render,
+    tenant_of,
+    user_of,
+)
 from tms.http.paging import page_offset
 from tms.integrations import service as integration_service
 from tms.library.cases import service as case_service
@@ -25,7 +36,7 @@ from tms.planning.milestones import service as milestone_service
 from tms.runs import listing as run_views
 from tms.runs import service as run_service
 from tms.runs.executions import service as executions
-from tms.runs.models import RUN_STATUSES, RunCreate, RunUpdate
+from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
 from tms.runs.results import store as result_store
 from tms.runs.statuses import FAILING, RESULT_STATUSES, counted
 from tms.state import app_state, config_of, db_of
@@ -146,6 +157,74 @@ async def complete_run(request: AnyRequest, run_id: str) -> Redirect:
     await run_service.update_run(db_of(request), tenant_of(request), run.id,
                                  RunUpdate(status="COMPLETED", summary=summary))
     return done(request, f"/runs/{run.id}", f"Run “{run.name}” marked completed.")
+
+
+RERUN_DEFAULT = ("FAILED", "BROKEN", "UNKNOWN")  # shown as Failed, Blocked, Untested
+
+
+async def _edit_page(request: AnyRequest, run: Any, *, form: dict[str, Any] | None = None,
+                     errors: dict[str, str] | None = None, rerun_form: dict[str, Any] | None = None,
+                     rerun_errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    """Edit a run (name, environment, milestone) and rerun its failures: one page, two forms, each
+    re-rendered with what was typed when it fails."""
+    db, tenant = db_of(request), tenant_of(request)
+    try:
+        project = await project_service.get_project(db, tenant, run.project_id)
+    except NotFound:
+        project = None
+    milestones, _ = await milestone_service.list_milestones(db, tenant, project_id=run.project_id, limit=500)
+    environments = list(project.environments if project else [])
+    if run.environment and run.environment not in environments:
+        environments.append(run.environment)
+    return render(request, "runs/edit.html", status_code=status_code, active_nav="runs", run=run, project=project,
+                  milestones=milestones, environments=environments, statuses=RESULT_STATUSES,
+                  form=form or {"name": run.name, "environment": run.environment or "",
+                                "milestone_id": run.milestone_id or ""},
+                  errors=errors or {}, rerun_form=rerun_form or {"statuses": list(RERUN_DEFAULT), "name": ""},
+                  rerun_errors=rerun_errors or {})
+
+
+@get("/runs/{run_id:str}/edit")
+async def edit_run_page(request: AnyRequest, run_id: str) -> Template:
+    return await _edit_page(request, await _run_or_404(request, run_id))
+
+
+@post("/runs/{run_id:str}/edit", status_code=303)
+async def edit_run(request: AnyRequest, run_id: str) -> Template | Redirect:
+    """Through the runs service's PATCH: name, environment and milestone."""
+    run = await _run_or_404(request, run_id)
+    single, _ = await form_of(request)
+    form = {key: single.get(key, "") for key in ("name", "environment", "milestone_id")}
+    body, errors = convert(RunUpdate, {"name": form["name"].strip(), "environment": form["environment"].strip() or None,
+                                       "milestone_id": form["milestone_id"] or None})
+    if body is not None:
+        try:
+            updated = await run_service.update_run(db_of(request), tenant_of(request), run.id, body)
+        except DomainError as exc:
+            errors = field_errors(exc, "name")
+        else:
+            return done(request, f"/runs/{updated.id}", f"Run “{updated.name}” saved.")
+    return await _edit_page(request, run, form=form, errors=errors, status_code=400)
+
+
+@post("/runs/{run_id:str}/rerun", status_code=303)
+async def rerun(request: AnyRequest, run_id: str) -> Template | Redirect:
+    """A new run of the cases whose result had one of the ticked statuses (Failed, Blocked, Untested by default)."""
+    run = await _run_or_404(request, run_id)
+    single, multi = await form_of(request)
+    statuses, name = multi.get("statuses", []), single.get("name", "")
+    form: dict[str, Any] = {"statuses": statuses, "name": name}
+    body, errors = convert(RunRerun, {"statuses": statuses, "name": name.strip() or None})
+    if body is not None:
+        try:
+            new = await run_service.rerun(db_of(request), tenant_of(request), run.id, body)
+        except DomainError as exc:
+            errors = field_errors(exc, "statuses")
+        else:
+            return done(request, f"/runs/{new.id}", f"Run “{new.name}” created with {new.counts.total} cases.")
+    if "statuses" in errors and not statuses:
+        errors["statuses"] = "Tick at least one status."
+    return await _edit_page(request, run, rerun_form=form, rerun_errors=errors, status_code=400)
 
 
 def _filters_from(values: Any, prefix: str = "") -> case_service.CaseQuery:
@@ -309,5 +388,6 @@ async def download_attachment(request: AnyRequest, attachment_id: str) -> Respon
 
 def router() -> Router:
     return Router(path="/", route_handlers=[list_runs, new_run_page, create_run, run_page, complete_run,
-                                            add_cases_page, add_cases, bulk_results, download_attachment],
+                                            add_cases_page, add_cases, bulk_results, download_attachment,
+                                            edit_run_page, edit_run, rerun],
                   guards=[page_guard], include_in_schema=False)

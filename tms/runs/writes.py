@@ -376,6 +376,12 @@ async def add_placeholders(tx: Transaction, tenant_id: str, run_id: str, rows: l
     return added
 
 
+async def set_assignees(tx: Transaction, tenant_id: str, pairs: list[tuple[str, str]], now: str) -> None:
+    """A rerun's new results get the assignees of the results they repeat: (result id, assignee id) pairs."""
+    if pairs:
+        await result_store.set_assignees(tx, tenant_id, pairs, now)
+
+
 async def remove_cases(tx: Transaction, tenant_id: str, run_id: str, case_ids: list[str], now: str) -> int:
     """Removes the run's results of these cases, whatever their status; the counts follow."""
     deleted = await result_store.delete_for_cases(tx, tenant_id, run_id, case_ids)

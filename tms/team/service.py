@@ -434,3 +434,8 @@ async def mail(config: Config, to: list[str], subject: str, body: str, *, html: 
         log.warning("could not mail %s through %s: %s", ", ".join(to), host, exc)
         return f"{type(exc).__name__}: {exc}"[:1000]
     return None
+
+
+async def get_member(db: Database | Transaction, tenant_id: str, user_id: str) -> Row | None:
+    """One user of the tenant (another tenant's id: None), with role and active flag."""
+    return await user_store.get_member(db, tenant_id, user_id)

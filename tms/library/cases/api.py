@@ -19,7 +19,9 @@ from tms.state import app_state, db_of
     description="Filters (all combined): project_id, status, priority, automation_status, layer, tag (repeatable: "
     "any of them), section_id (`none` = in no section; include_subsections=true widens it to the subtree), "
     "needs_retest, q (words in title, code, Gherkin, tags, ticket keys and text custom fields; all must match), "
-    "cf.<key>=value (a custom field holds the value; repeatable: any of them). "
+    "cf.<key>=value (a custom field holds the value; repeatable: any of them), "
+    "review (NONE, REQUESTED, APPROVED, CHANGES_REQUESTED) and reviewer_id (a user's id, or `me`: "
+    "`review=REQUESTED&reviewer_id=me` is what waits for your review). "
     "sort: created_at (default), code, title, status, priority, automation_status, layer, updated_at; "
     "order: asc (default) or desc. limit/offset paginate.",
 )
@@ -39,6 +41,8 @@ async def list_cases(
     include_subsections: bool = False,
     sort: str = "created_at",
     order: str = "asc",
+    review: str | None = None,
+    reviewer_id: str | None = None,
 ) -> CaseList:
     if order not in ("asc", "desc"):
         raise InvalidInput("order must be asc or desc", field="order")
@@ -46,11 +50,19 @@ async def list_cases(
         project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
         q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
         needs_retest=needs_retest, sort=sort, descending=order == "desc", fields=field_filters(request),
+        review=review, reviewer_id=await _reviewer(request, reviewer_id),
     )
     cases, pagination = await case_service.list_cases(
         db_of(request), request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)
+
+
+async def _reviewer(request: ApiRequest, reviewer_id: str | None) -> str | None:
+    """``me`` is the token's creator (a token nobody created matches no reviewer)."""
+    if reviewer_id != "me":
+        return reviewer_id
+    return await case_service.actor_user_id(db_of(request), request.user.tenant_id) or ""
 
 
 def field_filters(request: ApiRequest) -> tuple[tuple[str, tuple[str, ...]], ...]:

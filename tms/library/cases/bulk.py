@@ -12,12 +12,13 @@ import msgspec
 
 from tms.attachments import service as attachment_service
 from tms.attachments.objects import AttachmentStore
-from tms.db import Database
+from tms.db import Database, Transaction
 from tms.errors import InvalidInput
 from tms.ids import now_iso
 from tms.library.cases import service as case_service
 from tms.library.cases import store as case_store
 from tms.library.cases.models import CASE_STATUSES, CaseCreate, Ticket
+from tms.library.projects import service as project_service
 from tms.library.sections import store as section_store
 from tms.team.audit import service as audit
 
@@ -32,6 +33,17 @@ _tags = msgspec.json.Decoder(list[str])
 _tickets = msgspec.json.Decoder(list[Ticket])
 _fields = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
+
+
+async def _check_reviewed(tx: Transaction, tenant_id: str, ids: list[str]) -> None:
+    """READY in bulk: refused when a selected case of a project with require_review is not approved."""
+    rows = await case_store.rows_by_ids(tx, tenant_id, ids)
+    strict = await project_service.requires_review(tx, tenant_id, [r["project_id"] for r in rows if r["project_id"]])
+    waiting = [r["code"] for r in rows if r["project_id"] in strict and r["status"] != "READY"
+               and r["review_state"] != "APPROVED"]
+    if waiting:
+        raise InvalidInput(f"{', '.join(waiting[:5])}{' …' if len(waiting) > 5 else ''}: "
+                           f"{case_service.READY_NEEDS_REVIEW}", field="value")
 
 
 async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value: str = "",
@@ -60,6 +72,8 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
         elif action in FIELD_ACTIONS:
             if value not in FIELD_ACTIONS[action]:
                 raise InvalidInput(f"choose one of {', '.join(v for v in FIELD_ACTIONS[action] if v)}", field="value")
+            if action == "status" and value == "READY":
+                await _check_reviewed(tx, tenant_id, ids)
             changed = await case_store.set_fields_many(tx, tenant_id, ids, {action: value or None}, now)
         elif action in ("add_tag", "remove_tag"):
             tag = value
@@ -96,6 +110,9 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
             await audit.record(tx, tenant_id, "case.bulk_deleted", "case", None,
                                {"selected": len(ids), "deleted": count})
             return count
+        if action != "status":  # a change of content asks approved reviews again
+            await case_store.reopen_approved(tx, tenant_id, changed, await case_service.actor_user_id(tx, tenant_id),
+                                             now)
         await case_service.record_versions(tx, tenant_id, changed, now)
         await audit.record(tx, tenant_id, f"case.bulk_{action}", "case", None,
                            {"selected": len(ids), "changed": len(changed), "value": value or None})

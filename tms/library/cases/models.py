@@ -71,6 +71,29 @@ class CaseUpdate(RequestBody):
     needs_retest: bool | UnsetType = UNSET
 
 
+REVIEW_STATES: tuple[str, ...] = ("NONE", "REQUESTED", "APPROVED", "CHANGES_REQUESTED")
+ReviewComment = Annotated[str, msgspec.Meta(min_length=1, max_length=5_000)]
+UserId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class Review(msgspec.Struct):
+    """A case's review (issue 26): who was asked, and the reviewer's last comment (a rejection's reason)."""
+
+    state: str = "NONE"  # NONE | REQUESTED | APPROVED | CHANGES_REQUESTED
+    reviewer_id: str | None = None
+    updated_at: str | None = None
+    comment: str | None = None
+    author_id: str | None = None  # who wrote the version under review
+
+
+class ReviewRequest(RequestBody):
+    reviewer_id: UserId
+
+
+class ReviewReject(RequestBody):
+    comment: ReviewComment
+
+
 class Case(msgspec.Struct):
     id: str
     code: str
@@ -93,6 +116,7 @@ class Case(msgspec.Struct):
     section_id: str | None = None
     version: int = 1
     custom_fields: dict[str, Any] = msgspec.field(default_factory=dict)
+    review: Review = msgspec.field(default_factory=Review)
 
 
 class Pagination(msgspec.Struct):

@@ -25,12 +25,14 @@ from tms.library.cases import versions as version_store
 from tms.library.cases.models import (
     CASE_STATUSES,
     CODE_PATTERN,
+    REVIEW_STATES,
     Actor,
     Case,
     CaseCreate,
     CaseUpdate,
     CaseVersion,
     Pagination,
+    Review,
     Ticket,
 )
 from tms.library.fields import service as field_service
@@ -41,6 +43,7 @@ from tms.library.sections import store as section_store
 from tms.library.shared_steps import uses as shared_uses
 from tms.team.audit import service as audit
 from tms.team.tenants import store as tenant_store
+from tms.team.tokens import service as token_service
 
 PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
 LAYERS = ("UI", "API", "INTEGRATION", "UNIT")
@@ -79,7 +82,23 @@ def case_from_row(row: Row) -> Case:
         section_id=row.get("section_id"),
         version=row.get("version") or 1,
         custom_fields=_fields_decoder.decode(row.get("custom_fields") or "{}"),
+        review=Review(state=row.get("review_state") or "NONE", reviewer_id=row.get("reviewer_id"),
+                      updated_at=row.get("review_updated_at"), comment=row.get("review_comment"),
+                      author_id=row.get("review_author_id")),
     )
+
+
+async def actor_user_id(db: Database | Transaction, tenant_id: str) -> str | None:
+    """The person the current request acts for: the signed-in user, or the user who created the API token."""
+    actor = audit.current_actor()
+    if actor.type == "user":
+        return actor.id
+    if actor.type == "token" and actor.id is not None:
+        return await token_service.creator_of(db, tenant_id, actor.id)
+    return None
+
+
+READY_NEEDS_REVIEW = "this project requires review: a case becomes READY only when a reviewer approves it"
 
 
 def actor_tuple() -> tuple[str, str | None, str]:
@@ -192,8 +211,12 @@ def _gherkin_chars(bodies: list[CaseCreate] | list[Any]) -> int:
                for body in bodies)
 
 
-async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | list[Any]) -> list[Case]:
-    """Creates all cases in one transaction or none (a bad one raises, naming its index if several)."""
+async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | list[Any], *,
+                       drafted: bool = False) -> list[Case]:
+    """Creates all cases in one transaction or none (a bad one raises, naming its index if several).
+
+    READY in a project with require_review is refused (400 naming ``status``); ``drafted`` (AI drafts)
+    cases of such projects arrive with their review REQUESTED, the saving user as author."""
     # parsing costs ~2 us a character: long Gherkin is checked in a worker thread, off the event loop
     if _gherkin_chars(bodies) < PARSE_THREAD_THRESHOLD:
         creates = check_creates(bodies)
@@ -202,7 +225,12 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
     needs_users = any(field_service.needs_users(body.custom_fields) for body in creates)
     users = await field_service.tenant_users(db, tenant_id) if needs_users else None
     async with db.transaction() as tx:
-        created = await insert_checked(tx, tenant_id, creates, now_iso(), users=users)
+        now = now_iso()
+        created = await insert_checked(tx, tenant_id, creates, now, users=users, refuse_ready=True)
+        if drafted:
+            ids = [case.id for case in created]
+            await case_store.mark_drafted(tx, tenant_id, ids, await actor_user_id(tx, tenant_id), now)
+            created = [case_from_row(row) for row in await case_store.rows_by_ids(tx, tenant_id, ids)]
         if len(created) == 1:
             await audit.record(tx, tenant_id, "case.created", "case", created[0].id,
                                {"code": created[0].code, "title": created[0].title})
@@ -253,8 +281,12 @@ async def case_field_values(
 
 
 async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCreate], now: str, *,
-                         users: field_service.Users | None = None, copy_fields: bool = False) -> list[Case]:
+                         users: field_service.Users | None = None, copy_fields: bool = False,
+                         refuse_ready: bool = False) -> list[Case]:
     """Inserts already checked bodies (see ``check_creates``) in the caller's transaction, with version 1.
+
+    A READY case in a project with require_review is refused (``refuse_ready``: 400 naming ``status``)
+    or, for copies and imports, stored as DRAFT: it has not been reviewed.
 
     Custom field values are checked here, where each case's project is known (``users`` for `user`
     fields: ``field_service.tenant_users``); ``copy_fields`` stores them as given (clones of stored cases).
@@ -262,6 +294,14 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
     sections = await section_projects(tx, tenant_id, {b.section_id for b in creates if b.section_id is not None})
     projects = [_placed(body.project_id, body.section_id, sections) for body in creates]
     await _check_projects(tx, tenant_id, {p for p in projects if p is not None})
+    statuses = [body.status for body in creates]
+    ready_projects = [p for p, status in zip(projects, statuses, strict=True) if p is not None and status == "READY"]
+    strict = await project_store.requires_review(tx, tenant_id, ready_projects)
+    if strict:
+        if refuse_ready:
+            raise InvalidInput(READY_NEEDS_REVIEW, field="status")
+        statuses = ["DRAFT" if status == "READY" and p in strict else status
+                    for p, status in zip(projects, statuses, strict=True)]
     client_codes = [body.code for body in creates if body.code is not None]
     taken = await case_store.codes_taken(tx, tenant_id, client_codes)
     if taken:
@@ -273,10 +313,10 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
     assigned = iter(await _assign_codes(tx, tenant_id, len(creates) - len(client_codes)))
     ids = new_ids(len(creates))
     rows = []
-    for case_id, body, project_id, fields in zip(ids, creates, projects, values, strict=True):
+    for case_id, body, project_id, fields, status in zip(ids, creates, projects, values, statuses, strict=True):
         rows.append((
             case_id, tenant_id, body.code or next(assigned), _clean_title(body.title), body.bdd_content,
-            project_id, body.status, body.priority, body.layer, int(body.is_e2e),
+            project_id, status, body.priority, body.layer, int(body.is_e2e),
             body.automation_status, _encoder.encode(_clean_tags(body.tags)).decode(),
             _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_service.encode(fields),
         ))
@@ -325,6 +365,8 @@ class CaseQuery:
     section_id: str | None = None  # "none": cases filed in no section
     include_subsections: bool = False
     needs_retest: bool | None = None
+    review: str | None = None  # a review state (issue 26)
+    reviewer_id: str | None = None
     sort: str = "created_at"
     descending: bool = False
     # `cf.<key>=value` filters: (key, (value, ...)); a case matches any of a key's values
@@ -370,11 +412,16 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
             section_range = (section["project_id"], low, high)
         else:
             section_ids = [section["id"]]
-    conditions = []
+    conditions: list[tuple[str, list[Any]]] = []
     if query.fields:
         filters = await field_service.case_filters(db, tenant_id, query.project_id,
                                                    {key: list(values) for key, values in query.fields})
         conditions = [field_store.value_filter(tenant_id, key, texts, numbers) for key, texts, numbers in filters]
+    check_choice(query.review, REVIEW_STATES, "review")
+    if query.review is not None:
+        conditions.append(("review_state = ?", [query.review]))
+    if query.reviewer_id is not None:
+        conditions.append(("reviewer_id = ?", [query.reviewer_id]))
     return await case_store.search_cases(
         db, tenant_id, conditions=conditions,
         equals={"project_id": query.project_id, "status": query.status, "priority": query.priority,
@@ -446,7 +493,7 @@ async def _place_update(tx: Transaction, tenant_id: str, row: Row, changes: dict
 
 
 AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "status", "priority", "layer",
-                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest", "custom_fields")
+                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest", "custom_fields", "review_state")
 
 
 async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
@@ -472,9 +519,16 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
                                                      given_fields, creating=False, users=users)
             changes["custom_fields"] = field_service.encode(merged)
         changes = {field: value for field, value in changes.items() if row[field] != value}
+        if changes.get("status") == "READY" and row["review_state"] != "APPROVED":
+            project_id = changes.get("project_id", row["project_id"])
+            if project_id is not None and await project_store.requires_review(tx, tenant_id, [project_id]):
+                raise InvalidInput(READY_NEEDS_REVIEW, field="status")
         if changes:
             changes["updated_at"] = now_iso()
             await case_store.update_case(tx, tenant_id, row["id"], changes)
+            if set(changes) - {"status", "updated_at"}:  # a change of content asks an approved review again
+                await case_store.reopen_approved(tx, tenant_id, [row["id"]], await actor_user_id(tx, tenant_id),
+                                                 changes["updated_at"])
             if "bdd_content" in changes or "project_id" in changes:
                 await shared_uses.link_cases(tx, tenant_id, [(row["id"], changes.get("project_id", row["project_id"]),
                                                               str(changes.get("bdd_content", row["bdd_content"])))])

@@ -18,7 +18,9 @@ COLUMNS = (
 )
 INSERT_COLUMNS = ("id", "tenant_id", *[c.strip() for c in COLUMNS.split(",")[1:]])
 # What reads return: the retest flag (migration 0008) is set and cleared by tms.failures.retest.service only.
-READ_COLUMNS = COLUMNS + ", needs_retest, retest_reason, retest_bug_key, retest_flagged_at"
+READ_COLUMNS = (COLUMNS + ", needs_retest, retest_reason, retest_bug_key, retest_flagged_at"
+                # the review (migration 0038) is set by tms.library.cases.review only
+                ", review_state, reviewer_id, review_author_id, review_comment, review_updated_at")
 
 # Columns a PATCH may set (the dict keys given to update_case are checked against this).
 UPDATABLE = frozenset(
@@ -509,3 +511,49 @@ async def delete_many(tx: Transaction, tenant_id: str, ids: list[str]) -> int:
         (tenant_id, json.dumps(ids)),
     )
 
+
+
+REVIEW_COLUMNS = frozenset({"review_state", "reviewer_id", "review_author_id", "review_comment", "review_updated_at",
+                            "status", "updated_at"})
+
+
+async def set_review(tx: Transaction, tenant_id: str, case_id: str, changes: dict[str, Any]) -> int:
+    """Sets a case's review columns (and its status when an approval makes it READY)."""
+    unknown = set(changes) - REVIEW_COLUMNS
+    if unknown:
+        raise ValueError(f"not review columns: {sorted(unknown)}")
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    return await tx.execute(f"UPDATE test_cases SET {assignments} WHERE tenant_id = ? AND id = ?",
+                            (*changes.values(), tenant_id, case_id))
+
+
+async def waiting_for_review(db: Database, tenant_id: str, reviewer_id: str, limit: int, offset: int,
+                             ) -> tuple[list[Row], int]:
+    """The open review requests of one reviewer, newest first (index test_cases_review_waiting)."""
+    where = "tenant_id = ? AND reviewer_id = ? AND review_state = 'REQUESTED'"
+    rows = await db.fetch_all(
+        f"SELECT {READ_COLUMNS} FROM test_cases WHERE {where} ORDER BY review_updated_at DESC, id DESC "
+        "LIMIT ? OFFSET ?", (tenant_id, reviewer_id, limit, offset))
+    total = int(await db.fetch_value(f"SELECT COUNT(*) FROM test_cases WHERE {where}", (tenant_id, reviewer_id)))
+    return rows, total
+
+
+async def reopen_approved(tx: Transaction, tenant_id: str, ids: list[str], author_id: str | None, at: str) -> list[str]:
+    """An edit of approved cases asks for their review again (REQUESTED, same reviewer, the editor as
+    author); in a project with require_review a READY one goes back to DRAFT. Returns the ids reopened."""
+    rows = await tx.fetch_all(
+        "UPDATE test_cases SET review_state = 'REQUESTED', review_author_id = ?, review_comment = NULL, "
+        "review_updated_at = ?, status = CASE WHEN status = 'READY' AND project_id IN ("
+        "SELECT id FROM projects WHERE tenant_id = ? AND require_review = 1) THEN 'DRAFT' ELSE status END "
+        "WHERE tenant_id = ? AND review_state = 'APPROVED' AND id IN (SELECT value FROM json_each(?)) RETURNING id",
+        (author_id, at, tenant_id, tenant_id, json.dumps(ids)))
+    return [row["id"] for row in rows]
+
+
+async def mark_drafted(tx: Transaction, tenant_id: str, ids: list[str], author_id: str | None, at: str) -> None:
+    """AI-drafted cases of projects with require_review arrive needing review (REQUESTED, no reviewer yet)."""
+    await tx.execute(
+        "UPDATE test_cases SET review_state = 'REQUESTED', review_author_id = ?, review_updated_at = ? "
+        "WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND project_id IN ("
+        "SELECT id FROM projects WHERE tenant_id = ? AND require_review = 1)",
+        (author_id, at, tenant_id, json.dumps(ids), tenant_id))

@@ -21,6 +21,7 @@ from tms.http.paging import page_offset
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
+from tms.library.cases.review import service as review_service
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.gherkin.html import error_lines, highlight
@@ -344,6 +345,13 @@ async def _case_or_404(request: AnyRequest, case_id: str) -> Any:
 
 @get("/{case_id:str}")
 async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0) -> Template:
+    return await render_case_page(request, case_id, comments_offset=comments_offset)
+
+
+async def render_case_page(request: AnyRequest, case_id: str, *, review_form: dict[str, str] | None = None,
+                           review_errors: dict[str, str] | None = None, status_code: int = 200,
+                           comments_offset: int = 0) -> Template:
+    """The case page; the review forms (tms.library.cases.review.web) re-render it with their input and errors."""
     db, tenant = db_of(request), tenant_of(request)
     case = await _case_or_404(request, case_id)
     project = None
@@ -363,13 +371,15 @@ async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0)
     shown: list[tuple[Any, Any]] = [(f, case.custom_fields.get(f.key)) for f in fields.values()
                                     if not f.retired or f.key in case.custom_fields]
     shown += [(None, case.custom_fields[key]) for key in case.custom_fields if key not in fields]
+    people, reviewers = await review_service.team(db, tenant)
     # shown with its shared steps expanded, their lines marked
     text = await shared_service.expanded_case_text(db, tenant, case.project_id, case.bdd_content) or ""
     attachments = await attachment_service.case_attachments(db, tenant, case.id)
-    return render(request, "cases/detail.html", active_nav="cases", case=case, project=project, field_values=shown,
-                  attachments=attachments,
+    return render(request, "cases/detail.html", status_code=status_code, active_nav="cases", case=case,
+                  project=project, field_values=shown, attachments=attachments,
                   lines=highlight(text), shared_lines=shared_line_numbers(text), history=history, retest=retest,
-                  versions=versions, pickable=pickable, section_path=section_path, changes=changes, **CHOICES,
+                  versions=versions, pickable=pickable, section_path=section_path, changes=changes, people=people,
+                  reviewers=reviewers, review_form=review_form or {}, review_errors=review_errors or {}, **CHOICES,
                   **await thread_context(request, "case", case.id, comments_offset))
 
 
@@ -412,7 +422,10 @@ async def change_status(request: AnyRequest, case_id: str) -> Redirect:
     body, _ = convert(CaseUpdate, changes)
     if body is None or not changes:
         return done(request, f"/cases/{case.code}", "Choose a listed status.", "error")
-    await case_service.update_case(db_of(request), tenant_of(request), case.id, body)
+    try:
+        await case_service.update_case(db_of(request), tenant_of(request), case.id, body)
+    except DomainError as exc:  # READY refused under the project's require_review
+        return done(request, f"/cases/{case.code}", exc.detail, "error")
     words = ", ".join(f"{k.replace('_', ' ')} {v.replace('_', ' ').lower()}" for k, v in changes.items())
     return done(request, f"/cases/{case.code}", f"{case.code}: {words}.")
 

@@ -20,6 +20,8 @@ class Project(msgspec.Struct):
     # archived: hidden from the UI's lists, refuses new runs and ingests (409); archived_at says since when
     archived: bool = False
     archived_at: str | None = None
+    # issue 26: a case of this project reaches READY only by a review's approval (not the author's own)
+    require_review: bool = False
 
 
 class ProjectCreate(RequestBody):
@@ -36,6 +38,7 @@ class ProjectUpdate(RequestBody):
     description: LongText | UnsetType | None = UNSET
     environments: Environments | UnsetType = UNSET
     archived: bool | UnsetType = UNSET
+    require_review: bool | UnsetType = UNSET  # admins only
 
 
 class ProjectEnvelope(msgspec.Struct):

@@ -7,7 +7,7 @@ import msgspec
 
 from tms.attachments import service as attachment_service
 from tms.attachments.objects import AttachmentStore
-from tms.db import Database, Row
+from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.ids import new_id, now_iso
 from tms.library.projects import store as project_store
@@ -28,6 +28,7 @@ def project_from_row(row: Row) -> Project:
         updated_at=row["updated_at"],
         archived=row["archived_at"] is not None,
         archived_at=row["archived_at"],
+        require_review=bool(row["require_review"]),
     )
 
 
@@ -94,7 +95,7 @@ async def list_open_projects(db: Database, tenant_id: str) -> list[Project]:
     return [project for project in await list_projects(db, tenant_id) if not project.archived]
 
 
-_AUDITED = ("name", "description", "environments", "archived")
+_AUDITED = ("name", "description", "environments", "archived", "require_review")
 
 
 async def update_project(db: Database, tenant_id: str, project_id: str, body: ProjectUpdate) -> Project:
@@ -109,6 +110,8 @@ async def update_project(db: Database, tenant_id: str, project_id: str, body: Pr
         changes["description"] = (body.description or "").strip() or None
     if body.environments is not msgspec.UNSET:
         changes["environments"] = json.dumps(_clean_environments(body.environments))
+    if body.require_review is not msgspec.UNSET:
+        changes["require_review"] = int(body.require_review)
     async with db.transaction() as tx:
         row = await project_store.get_project(tx, tenant_id, project_id)
         if row is None:
@@ -153,3 +156,8 @@ async def delete_project(db: Database, tenant_id: str, project_id: str,
         # objects another attachment (of another project) still names stay; the sweep catches a miss
         attachment_service.forget_after_commit(tx, db, store, object_keys)
     return counts
+
+
+async def requires_review(db: Database | Transaction, tenant_id: str, project_ids: list[str]) -> set[str]:
+    """Which of these projects have require_review on."""
+    return await project_store.requires_review(db, tenant_id, project_ids)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tms.db import Database, Row, Transaction
@@ -7,6 +8,7 @@ from tms.db import Database, Row, Transaction
 # test_cases_count is computed, never stored, so it can never drift from the library.
 _PROJECT_COLUMNS = (
     "p.id, p.name, p.description, p.active, p.environments, p.created_at, p.updated_at, p.archived_at, "
+    "p.require_review, "
     "(SELECT COUNT(*) FROM test_cases c WHERE c.tenant_id = p.tenant_id AND c.project_id = p.id) "
     "AS test_cases_count"
 )
@@ -73,6 +75,16 @@ async def project_exists(db: Database | Transaction, tenant_id: str, project_id:
     )
 
 
+async def requires_review(db: Database | Transaction, tenant_id: str, project_ids: list[str]) -> set[str]:
+    """Which of these projects have require_review on (migration 0038)."""
+    if not project_ids:
+        return set()
+    rows = await db.fetch_all(
+        "SELECT id FROM projects WHERE tenant_id = ? AND require_review = 1 AND id IN (SELECT value FROM json_each(?))",
+        (tenant_id, json.dumps(sorted(set(project_ids)))))
+    return {row["id"] for row in rows}
+
+
 async def archived_at(db: Database | Transaction, tenant_id: str, project_id: str) -> tuple[bool, str | None]:
     """(exists, archived_at): one indexed look-up for the checks before a new run or ingest."""
     row = await db.fetch_one(
@@ -82,7 +94,7 @@ async def archived_at(db: Database | Transaction, tenant_id: str, project_id: st
 
 
 async def update_project(tx: Transaction, tenant_id: str, project_id: str, changes: dict[str, Any]) -> int:
-    allowed = {"name", "description", "environments", "archived_at", "active", "updated_at"}
+    allowed = {"name", "description", "environments", "archived_at", "active", "updated_at", "require_review"}
     if set(changes) - allowed:
         raise ValueError(f"not updatable: {sorted(set(changes) - allowed)}")
     assignments = ", ".join(f"{column} = ?" for column in changes)

@@ -142,6 +142,18 @@ async def unarchive_project(request: AnyRequest, project_id: str) -> Redirect:
     return await _set_archived(request, project_id, False)
 
 
+@post("/{project_id:str}/review", status_code=303, **needs_role("admin"))
+async def set_require_review(request: AnyRequest, project_id: str) -> Redirect:
+    """Admins only: whether cases of the project reach READY only by a review's approval (issue 26)."""
+    project = await _project_or_404(request, project_id)
+    form, _ = await form_of(request)
+    wanted = form.get("require_review") == "true"
+    await project_service.update_project(db_of(request), tenant_of(request), project.id,
+                                         ProjectUpdate(require_review=wanted))
+    state = "now requires review before a case is READY" if wanted else "no longer requires review"
+    return done(request, f"/projects/{project.id}/edit#review", f"“{project.name}” {state}.")
+
+
 @post("/{project_id:str}/delete", status_code=303, **needs_role("admin"))
 async def delete_project(request: AnyRequest, project_id: str) -> Template | Redirect:
     """Deletes only when the typed name matches exactly: the whole library and every result go."""
@@ -159,5 +171,5 @@ async def delete_project(request: AnyRequest, project_id: str) -> Template | Red
 def router() -> Router:
     return Router(path="/projects", route_handlers=[projects_page, create_project, activate_project, edit_page,
                                                     edit_project, archive_project, unarchive_project,
-                                                    delete_project],
+                                                    set_require_review, delete_project],
                   guards=[page_guard], include_in_schema=False)

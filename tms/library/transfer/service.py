@@ -362,14 +362,21 @@ async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, p
     if plan.updates:
         columns = sorted({k for _, _, changes in plan.updates for k in changes} | {"project_id"})
         rows = []
+        # issue 26: under require_review an import sets no case READY that is not approved
+        strict = bool(await project_store.requires_review(tx, tenant_id, [project_id]))
         for row, old, changes in plan.updates:
             values = {c: old[c] for c in columns}
             values.update(changes)
+            if strict and values.get("status") == "READY" and old["status"] != "READY" \
+                    and old.get("review_state") != "APPROVED":
+                values["status"] = old["status"]
             if isinstance(values.get("section_id"), tuple):
                 values["section_id"] = by_path.get(row.section) if row.section else None
             values["project_id"] = project_id
             rows.append({**values, "id": old["id"], "tenant_id": tenant_id, "updated_at": now})
         await case_store.update_many(tx, rows, columns)
+        edited = [old["id"] for _, old, changes in plan.updates if set(changes) - {"status"}]
+        await case_store.reopen_approved(tx, tenant_id, edited, await case_service.actor_user_id(tx, tenant_id), now)
         await case_service.relink_shared_steps(tx, tenant_id, [old["id"] for _, old, _ in plan.updates])
         await case_service.record_versions(tx, tenant_id, [old["id"] for _, old, _ in plan.updates], now)
     await audit.record(tx, tenant_id, "case.imported", "project", project_id, {

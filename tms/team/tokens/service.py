@@ -240,3 +240,8 @@ async def revoke_created_by(tx: Transaction, db: Database, tenant_id: str, user_
                                                           "created_by": user_id, "reason": reason})
         for row in live])
     return live
+
+
+async def creator_of(db: Database | Transaction, tenant_id: str, token_id: str) -> str | None:
+    """Whose act an API call with this token is (case review: the author and the reviewer are users)."""
+    return await token_store.creator_of(db, tenant_id, token_id)

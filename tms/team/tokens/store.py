@@ -78,3 +78,10 @@ async def revoke_tokens_created_by(tx: Transaction, tenant_id: str, user_id: str
     return await tx.execute(
         "UPDATE api_tokens SET revoked_at = ? WHERE tenant_id = ? AND created_by = ? AND revoked_at IS NULL",
         (at, tenant_id, user_id))
+
+
+async def creator_of(db: Database | Transaction, tenant_id: str, token_id: str) -> str | None:
+    """The user who created the token (None for one made by `tms admin` or whose creator is gone)."""
+    value = await db.fetch_value("SELECT created_by FROM api_tokens WHERE tenant_id = ? AND id = ?",
+                                 (tenant_id, token_id))
+    return None if value is None else str(value)
