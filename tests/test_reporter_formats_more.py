@@ -451,7 +451,7 @@ def test_json_of_the_wrong_shape_names_the_json_path(tmp_path: Path) -> None:
         PARSERS["jest"](str(bad))
 
 
-# --- source location: kept in the reporter's model, never sent -----------------------------------
+# --- source location: read from the report and sent as the result's file and line (issue 24) ------
 
 @pytest.mark.parametrize(("kind", "path", "name", "where"), [
     ("junit", FIXTURES / "reports" / "pytest" / "junit.xml", None, ("sample_checkout.py", 5)),
@@ -462,10 +462,12 @@ def test_json_of_the_wrong_shape_names_the_json_path(tmp_path: Path) -> None:
     ("rspec", RSPEC, "adds one item", ("./spec/cart_spec.rb", 5)),
     ("dart", DART, "adds one item", ("file:///build/shop/test/cart_test.dart", 12)),
 ])
-def test_source_location_is_kept_but_never_sent(kind: str, path: Path, name: str | None,
-                                                 where: tuple[str, int | None]) -> None:
+def test_source_location_is_read_and_sent_as_file_and_line(kind: str, path: Path, name: str | None,
+                                                           where: tuple[str, int | None]) -> None:
     outcomes = PARSERS[kind](str(path))
     found = one(outcomes, name) if name else outcomes[0]
     assert (found.location_file, found.location_line) == where
+    sent = [item.result for item in to_items(outcomes) if item.result["title"] == to_items([found])[0].result["title"]]
+    assert sent and (sent[0].get("file"), sent[0].get("line")) == where
     for item in to_items(outcomes):
-        assert not {"file", "line", "location", "location_file", "location_line"} & set(item.result)
+        assert not {"location", "location_file", "location_line"} & set(item.result)  # the API's names only

@@ -39,6 +39,7 @@ def test_pytest_junit_statuses_tags_properties_and_unicode() -> None:
     assert by_title(results, "test_login_works") == {
         "title": "pytest > sample_checkout > test_login_works", "status": "PASSED", "duration_ms": 1,
         "framework": "pytest", "executed_at": "2026-11-22T05:55:46.884Z",
+        "file": "sample_checkout.py", "line": 5,  # pytest's file and line attributes (issue 24)
     }
     # <property name="service" value="SHOP-2"/> links without renaming the test
     assert by_title(results, "test_logout_service_property")["test_case_code"] == "SHOP-2"

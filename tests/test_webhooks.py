@@ -439,7 +439,7 @@ def test_ingest_delivers_completed_with_counts_and_one_failed_per_failed_result(
     assert len(failed) == 2
     linked, unlinked = failed[0]["data"], failed[1]["data"]
     assert set(linked) == {"run_id", "run_name", "project_id", "result_id", "test_case_id", "test_case_code",
-                           "title", "error_message", "bug_ticket_key"}
+                           "title", "error_message", "bug_ticket_key", "custom_fields", "file", "line"}
     assert (linked["test_case_code"], linked["test_case_id"], linked["error_message"], linked["bug_ticket_key"]) == (
         login["code"], login["id"], "500 on submit", "BUG-1")
     assert (unlinked["test_case_code"], unlinked["title"], unlinked["error_message"]) == (

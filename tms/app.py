@@ -35,7 +35,7 @@ from tms.failures.flaky import api as flaky_api
 from tms.failures.flaky import service as flaky_service
 from tms.failures.known_issues import api as known_issues_api
 from tms.failures.quarantine import api as quarantine_api
-from tms.http.api_auth import BEARER_SCHEME, BearerAuthMiddleware, scope_guard
+from tms.http.api_auth import BEARER_SCHEME, SESSION_SCHEME, BearerAuthMiddleware, scope_guard
 from tms.http.bodies import inflation_slots
 from tms.http.middleware import options_middleware, security_headers
 from tms.http.openapi import JsonDocument
@@ -411,13 +411,19 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             title="TMS API",
             version=__version__,
             description="Test management service. Every /api/v1 operation needs `Authorization: Bearer "
-            "svc_<prefix>_<secret>`; the security requirement of each operation names its scope.",
+            "svc_<prefix>_<secret>`; the security requirement of each operation names its scope (the signed-in "
+            "user's inbox, /api/v1/notifications, takes the web session instead).",
             path="/schema",
             components=Components(
                 security_schemes={
                     BEARER_SCHEME: SecurityScheme(
                         type="http", scheme="bearer", description="svc_<prefix>_<secret> token"
-                    )
+                    ),
+                    SESSION_SCHEME: SecurityScheme(
+                        type="apiKey", name="tms_session", security_scheme_in="cookie",
+                        description="the web session (sign in at /login); unsafe methods also need the "
+                        "x-csrftoken header",
+                    ),
                 }
             ),
             render_plugins=[ApiReferencePlugin(), JsonDocument()],

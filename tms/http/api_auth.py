@@ -21,6 +21,8 @@ from tms.team.audit.service import Actor, acting_as
 from tms.team.tokens.service import ApiPrincipal, verify_token
 
 BEARER_SCHEME = "BearerToken"
+# The few /api/v1 routes of the signed-in user alone (the inbox): the session cookie, never a token
+SESSION_SCHEME = "SessionCookie"
 # The request of an /api/v1 handler: the authenticated token's principal, its raw token, app state.
 ApiRequest = Request[ApiPrincipal, str, State]
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from litestar import Request, Router, get, patch, post
 from litestar.params import JSONBody, Parameter
 
+from tms.http.api_auth import SESSION_SCHEME
 from tms.notifications.inbox import service
 from tms.notifications.inbox.models import (
     MarkedAnswer,
@@ -51,5 +52,5 @@ async def read_all(request: AnyRequest, db: DatabaseDep) -> MarkedEnvelope:
 
 def router() -> Router:
     return Router(path="/api/v1/notifications", route_handlers=[list_notifications, update_notification, read_all],
-                  guards=[session_api_guard], tags=["notifications (session)"],
+                  guards=[session_api_guard], tags=["notifications (session)"], security=[{SESSION_SCHEME: []}],
                   **needs_role("viewer"))  # everyone reads and marks their own inbox
