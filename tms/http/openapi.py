@@ -218,7 +218,7 @@ def _request_schemas(bodies: dict[tuple[str, str], type[msgspec.Struct]]) -> tup
         for field, schema in component.get("properties", {}).items():
             if (name, field) not in NUL_KEPT:
                 _no_nul(schema)
-    for name in ("CaseCreate", "CaseUpdate"):
+    for name in ("CaseCreate", "CaseUpdate", "ResultIn", "ResultPatch"):
         values = components.get(name, {}).get("properties", {}).get("custom_fields")
         for option in [] if values is None else values.get("anyOf", [values]):
             if option.get("type") == "object":
@@ -243,7 +243,7 @@ ITEM_REJECTED_ALONE = {
     "additionalProperties": {"type": ["string", "number", "boolean", "null"], "pattern": r"^[^\u0000]*$"},
 }
 
-# A case's custom_fields: keys are field keys, values the JSON kinds a field holds (text, number,
+# A case's or a result's custom_fields: keys are field keys, values the JSON kinds a field holds (text, number,
 # checkbox, multiselect, empty). Which key exists and which kind it takes are the project's field
 # definitions, data rather than schema: the server names `custom_fields.<key>` when they disagree.
 CUSTOM_FIELD_VALUES: dict[str, Any] = {

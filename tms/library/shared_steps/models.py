@@ -10,8 +10,10 @@ from msgspec import UNSET, UnsetType
 from tms.http.fields import RequestBody
 from tms.library.cases.models import Pagination
 
-# a name is what a case writes after `* shared: `: one line, no surrounding blanks
-StepName = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^\S(?:[^\r\n]*\S)?$")]
+# a name is what a case writes after `* shared: `: one line, no surrounding blanks or control characters
+# (spelled as ranges, not \S: Python's \S and a JSON Schema client's disagree on \x1c-\x1f)
+StepName = Annotated[str, msgspec.Meta(min_length=1, max_length=200,
+                                       pattern=r"^[^\x00-\x20\x7f](?:[^\r\n]*[^\x00-\x20\x7f])?$")]
 # the step lines as text: Given/When/Then/And/But/* lines, their tables and doc strings, comments
 StepLines = Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
 # "used by" lists at most this many cases (used_by_total says how many there are)
