@@ -33,14 +33,14 @@ from tms.library.sections.models import SectionCreate, SectionUpdate
 from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
 from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
-from tms.state import app_state, db_of
+from tms.state import DatabaseDep, app_state, db_of
 from tms.team.signin.session import page_guard
 
 # ---------------------------------------------------------------------------------------------- sections
 
 
 @post("/sections", status_code=303)
-async def create_section(request: AnyRequest) -> Redirect:
+async def create_section(request: AnyRequest, db: DatabaseDep) -> Redirect:
     form, _ = await form_of(request)
     data = {"project_id": form.get("project_id", ""), "name": form.get("name", "").strip(),
             "parent_id": form.get("parent_id") or None}
@@ -49,7 +49,7 @@ async def create_section(request: AnyRequest) -> Redirect:
     if body is None:
         return done(request, back, f"Section not created: {next(iter(errors.values()))}", "error")
     try:
-        section = await section_service.create_section(db_of(request), tenant_of(request), body)
+        section = await section_service.create_section(db, tenant_of(request), body)
     except DomainError as exc:
         return done(request, back, f"Section not created: {exc.detail}", "error")
     return done(request, f"{back}&section_id={section.id}&sub=1", f"Section “{section.name}” created.")
@@ -81,7 +81,7 @@ async def section_page(request: AnyRequest, section_id: str) -> Template:
 
 
 @post("/sections/{section_id:str}", status_code=303)
-async def update_section(request: AnyRequest, section_id: str) -> Template | Redirect:
+async def update_section(request: AnyRequest, db: DatabaseDep, section_id: str) -> Template | Redirect:
     form, _ = await form_of(request)
     data: dict[str, Any] = {"name": form.get("name", "").strip(), "description": form.get("description") or None,
                             "parent_id": form.get("parent_id") or None}
@@ -92,7 +92,7 @@ async def update_section(request: AnyRequest, section_id: str) -> Template | Red
     body, errors = convert(SectionUpdate, data)
     if body is not None:
         try:
-            section = await section_service.update_section(db_of(request), tenant_of(request), section_id, body)
+            section = await section_service.update_section(db, tenant_of(request), section_id, body)
         except NotFound as exc:
             if exc.field is None:
                 raise not_found("section") from exc
@@ -106,8 +106,8 @@ async def update_section(request: AnyRequest, section_id: str) -> Template | Red
 
 
 @post("/sections/{section_id:str}/delete", status_code=303)
-async def delete_section(request: AnyRequest, section_id: str) -> Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def delete_section(request: AnyRequest, db: DatabaseDep, section_id: str) -> Redirect:
+    db, tenant = db, tenant_of(request)
     try:
         section = await section_service.get_section(db, tenant, section_id)
         await section_service.delete_section(db, tenant, section_id)
@@ -125,8 +125,8 @@ async def delete_section(request: AnyRequest, section_id: str) -> Redirect:
 
 
 @post("/bulk", status_code=303)
-async def bulk(request: AnyRequest) -> Template | Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def bulk(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
+    db, tenant = db, tenant_of(request)
     form, multi = await form_of(request)
     back = "/cases" + (f"?{form['filter']}" if form.get("filter") else "")
     action, _, value = (form.get("op") or "").partition(":")
@@ -159,8 +159,8 @@ async def bulk(request: AnyRequest) -> Template | Redirect:
 
 
 @get("/export")
-async def export(request: AnyRequest) -> Stream | Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def export(request: AnyRequest, db: DatabaseDep) -> Stream | Redirect:
+    db, tenant = db, tenant_of(request)
     view = view_from_query(str(request.url.query or ""))
     project_id = view.query.project_id
     try:
@@ -185,15 +185,15 @@ async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[s
 
 
 @get("/import")
-async def import_page(request: AnyRequest) -> Template:
-    active = await project_service.get_active_project(db_of(request), tenant_of(request))
+async def import_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    active = await project_service.get_active_project(db, tenant_of(request))
     return await _import_form(request, {"project_id": active.id if active else "", "format": "csv"}, {})
 
 
 @post("/import", status_code=200, request_max_body_size=MAX_IMPORT_BYTES + 64 * 1024)
-async def import_preview(request: AnyRequest) -> Template:
+async def import_preview(request: AnyRequest, db: DatabaseDep) -> Template:
     """Plans the import and shows what it will do; nothing is written until the user confirms."""
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     raw = await request.form()
     form = {"project_id": str(raw.get("project_id") or ""), "format": str(raw.get("format") or "csv")}
     upload = raw.get("file")
@@ -213,8 +213,8 @@ async def import_preview(request: AnyRequest) -> Template:
 
 
 @post("/import/confirm", status_code=303)
-async def import_confirm(request: AnyRequest) -> Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def import_confirm(request: AnyRequest, db: DatabaseDep) -> Redirect:
+    db, tenant = db, tenant_of(request)
     form, _ = await form_of(request)
     token = form.get("token", "")
 
@@ -410,8 +410,8 @@ def _shown(version: Any, field: str, names: dict[str, str]) -> str:
 
 
 @get("/{case_id:str}/versions")
-async def versions_page(request: AnyRequest, case_id: str) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template:
+    db, tenant = db, tenant_of(request)
     try:
         case = await case_service.get_case(db, tenant, case_id)
         versions, _ = await case_service.list_versions(db, tenant, case.id, limit=500)
@@ -454,9 +454,9 @@ async def versions_page(request: AnyRequest, case_id: str) -> Template:
 
 
 @post("/{case_id:str}/move", status_code=303)
-async def move_case(request: AnyRequest, case_id: str) -> Redirect:
+async def move_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Redirect:
     """"Move to…" on the case page: files the case in another section (or in none)."""
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     form, _ = await form_of(request)
     try:
         case = await case_service.get_case(db, tenant, case_id)

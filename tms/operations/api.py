@@ -25,7 +25,7 @@ from tms.attachments import service as attachment_service
 from tms.errors import StoreUnavailable
 from tms.operations import store as operations_store
 from tms.operations.metrics import OUTBOX_BACKLOG, refresh_attachment_usage
-from tms.state import Connection, app_state, config_of, db_of
+from tms.state import Connection, DatabaseDep, app_state, config_of
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,9 @@ def healthz() -> dict[str, str]:
 
 
 @get("/readyz", include_in_schema=False)
-async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
+async def readyz(request: Request[Any, Any, Any], db: DatabaseDep) -> Response[dict[str, str]]:
     try:
-        db = db_of(request)
+        db = db
         applied = await operations_store.applied_migration_versions(db)
     except Exception as exc:  # any database failure means: not ready
         log.warning("readiness check failed: %s", exc)
@@ -81,9 +81,9 @@ def metrics_guard(connection: Connection, _handler: BaseRouteHandler) -> None:
 
 
 @get("/metrics", guards=[metrics_guard], include_in_schema=False)
-async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
-    OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(db_of(request)))
-    await refresh_attachment_usage(db_of(request))
+async def metrics(request: Request[Any, Any, Any], db: DatabaseDep) -> Response[bytes]:
+    OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(db))
+    await refresh_attachment_usage(db)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -39,7 +39,7 @@ from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
 from tms.runs.results import store as result_store
 from tms.runs.statuses import FAILING, RESULT_STATUSES, counted
-from tms.state import app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state, db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
@@ -56,9 +56,9 @@ def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
 
 
 @get("/runs")
-async def list_runs(request: AnyRequest, offset: int = 0, project_id: str | None = None,
+async def list_runs(request: AnyRequest, db: DatabaseDep, offset: int = 0, project_id: str | None = None,
                     status: str | None = None) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     status = status if status in RUN_STATUSES else None
     offset = page_offset(offset)
     rows, total = await run_views.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
@@ -81,11 +81,11 @@ async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
 
 
 @get("/runs/{run_id:str}")
-async def run_page(request: AnyRequest, run_id: str, status: str | None = None, offset: int = 0,
+async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: str | None = None, offset: int = 0,
                    unlinked_offset: int = 0, assignee: str | None = None) -> Template:
     """Linked and unlinked results each a page at a time (``offset``, ``unlinked_offset``); filters by
     status and assignee (a user id, "me", or "none" for the unassigned)."""
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     run = await _run_or_404(request, run_id)
     status = status if status in RESULT_STATUSES else None
     offset, unlinked_offset = page_offset(offset), page_offset(unlinked_offset)
@@ -147,14 +147,14 @@ async def run_page(request: AnyRequest, run_id: str, status: str | None = None, 
 
 
 @post("/runs/{run_id:str}/complete", status_code=303)
-async def complete_run(request: AnyRequest, run_id: str) -> Redirect:
+async def complete_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Redirect:
     """Through the runs service, so test_run.completed fires exactly as it does for PATCH."""
     run = await _run_or_404(request, run_id)
     single, _ = await form_of(request)
     summary = single.get("summary", "").strip()[:20_000] or None
     if run.status == "COMPLETED":
         return done(request, f"/runs/{run.id}", "This run is already completed.", "info")
-    await run_service.update_run(db_of(request), tenant_of(request), run.id,
+    await run_service.update_run(db, tenant_of(request), run.id,
                                  RunUpdate(status="COMPLETED", summary=summary))
     return done(request, f"/runs/{run.id}", f"Run “{run.name}” marked completed.")
 
@@ -190,7 +190,7 @@ async def edit_run_page(request: AnyRequest, run_id: str) -> Template:
 
 
 @post("/runs/{run_id:str}/edit", status_code=303)
-async def edit_run(request: AnyRequest, run_id: str) -> Template | Redirect:
+async def edit_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
     """Through the runs service's PATCH: name, environment and milestone."""
     run = await _run_or_404(request, run_id)
     single, _ = await form_of(request)
@@ -199,7 +199,7 @@ async def edit_run(request: AnyRequest, run_id: str) -> Template | Redirect:
                                        "milestone_id": form["milestone_id"] or None})
     if body is not None:
         try:
-            updated = await run_service.update_run(db_of(request), tenant_of(request), run.id, body)
+            updated = await run_service.update_run(db, tenant_of(request), run.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
@@ -208,7 +208,7 @@ async def edit_run(request: AnyRequest, run_id: str) -> Template | Redirect:
 
 
 @post("/runs/{run_id:str}/rerun", status_code=303)
-async def rerun(request: AnyRequest, run_id: str) -> Template | Redirect:
+async def rerun(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
     """A new run of the cases whose result had one of the ticked statuses (Failed, Blocked, Untested by default)."""
     run = await _run_or_404(request, run_id)
     single, multi = await form_of(request)
@@ -217,7 +217,7 @@ async def rerun(request: AnyRequest, run_id: str) -> Template | Redirect:
     body, errors = convert(RunRerun, {"statuses": statuses, "name": name.strip() or None})
     if body is not None:
         try:
-            new = await run_service.rerun(db_of(request), tenant_of(request), run.id, body)
+            new = await run_service.rerun(db, tenant_of(request), run.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "statuses")
         else:
@@ -288,7 +288,7 @@ async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict
 
 
 @post("/runs/new", status_code=303)
-async def create_run(request: AnyRequest) -> Template | Redirect:
+async def create_run(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, multi = await form_of(request)
     name, project_id = single.get("name", ""), single.get("project_id", "")
     environment, milestone_id = single.get("environment", ""), single.get("milestone_id", "")
@@ -309,7 +309,7 @@ async def create_run(request: AnyRequest) -> Template | Redirect:
         return await _picker(request, form=form, errors=errors, status_code=400, filters=filters)
     case_ids = await _chosen_cases(request, single, multi)
     try:
-        run = await run_service.create_run(db_of(request), tenant_of(request), RunCreate(
+        run = await run_service.create_run(db, tenant_of(request), RunCreate(
             name=name.strip(), project_id=project_id,
             environment=environment.strip() or None, test_case_ids=case_ids,
             milestone_id=milestone_id or None))
@@ -325,7 +325,7 @@ async def add_cases_page(request: AnyRequest, run_id: str) -> Template:
 
 
 @post("/runs/{run_id:str}/add", status_code=303)
-async def add_cases(request: AnyRequest, run_id: str) -> Template | Redirect:
+async def add_cases(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
     run = await _run_or_404(request, run_id)
     single, multi = await form_of(request)
     case_ids = await _chosen_cases(request, single, {**multi})
@@ -333,7 +333,7 @@ async def add_cases(request: AnyRequest, run_id: str) -> Template | Redirect:
         return await _picker(request, run=run, errors={"case_ids": "Tick at least one case, or “all matching”."},
                              status_code=400, filters=_filters_from(single, "f_"))
     try:
-        db = db_of(request)
+        db = db
         async with db.transaction() as tx:
             added = await run_service.add_cases_to_run(tx, tenant_of(request), run.id, case_ids)
     except DomainError as exc:
@@ -343,7 +343,7 @@ async def add_cases(request: AnyRequest, run_id: str) -> Template | Redirect:
 
 
 @post("/runs/{run_id:str}/bulk", status_code=303)
-async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
+async def bulk_results(request: AnyRequest, db: DatabaseDep, config: ConfigDep, run_id: str) -> Redirect:
     """The run page's selection: assign the ticked results to someone (or nobody), or remove them."""
     run = await _run_or_404(request, run_id)
     single, multi = await form_of(request)
@@ -351,7 +351,7 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
     back = f"/runs/{run.id}" + (("?" + single["back"]) if single.get("back") else "")
     if not result_ids:
         return done(request, back, "Select at least one result first.", "error")
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     try:
         if single.get("action") == "remove":
             rows = await db.fetch_all(
@@ -363,7 +363,7 @@ async def bulk_results(request: AnyRequest, run_id: str) -> Redirect:
             return done(request, back, f"{removed} result{'s' if removed != 1 else ''} removed from the run.")
         assignee = single.get("assignee_id") or None
         count = await executions.assign_results(db, tenant, run.id, result_ids, assignee,
-                                                config=config_of(request))
+                                                config=config)
     except DomainError as exc:
         return done(request, back, exc.detail, "error")
     who = "nobody" if assignee is None else "the chosen tester"

@@ -16,7 +16,7 @@ from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.ids import now_iso
 from tms.notifications.inbox import service as inbox
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, db_of
 from tms.team import service as team
 from tms.team import store as user_store
 from tms.team.signin.session import needs_role, page_guard
@@ -50,12 +50,12 @@ async def team_page(request: AnyRequest) -> Template:
 
 
 @post("/team/invite", status_code=303)
-async def invite(request: AnyRequest) -> Template | Redirect:
+async def invite(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     form = {"email": single.get("email", ""), "role": single.get("role", "")}
     user = user_of(request)
     try:
-        link = await team.invite(db_of(request), config_of(request), user.tenant_id, user.tenant_name,
+        link = await team.invite(db, config, user.tenant_id, user.tenant_name,
                                  user.id, form["email"], form["role"])
     except DomainError as exc:
         return await _team_page(request, form=form, errors=_errors_of(exc, "email"), status_code=400)
@@ -65,9 +65,9 @@ async def invite(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/team/invitations/{link_id:str}/revoke", status_code=303)
-async def revoke_invitation(request: AnyRequest, link_id: str) -> Redirect:
+async def revoke_invitation(request: AnyRequest, db: DatabaseDep, link_id: str) -> Redirect:
     try:
-        await team.revoke_invitation(db_of(request), tenant_of(request), link_id)
+        await team.revoke_invitation(db, tenant_of(request), link_id)
     except NotFound as exc:
         raise not_found("invitation") from exc
     return done(request, "/settings/team", "Invitation revoked; its link no longer works.")
@@ -94,17 +94,17 @@ async def _needs_confirmation(request: AnyRequest, user_id: str, confirmed: bool
 
 
 @post("/team/{user_id:str}/role", status_code=303)
-async def change_role(request: AnyRequest, user_id: str) -> Template | Redirect:
+async def change_role(request: AnyRequest, db: DatabaseDep, user_id: str) -> Template | Redirect:
     single, _ = await form_of(request)
     role = single.get("role", "")
     me = user_of(request)
     if (role in team.ASSIGNABLE_ROLES and team.below_admin(role)
             and await _needs_confirmation(request, user_id, single.get("confirmed") == "1")):
-        member = await user_store.get_member(db_of(request), tenant_of(request), user_id)
+        member = await user_store.get_member(db, tenant_of(request), user_id)
         if member is not None and member["role"] not in ("owner", role):
             return await _confirm_page(request, user_id, action="role", role=role)
     try:
-        changed = await team.change_role(db_of(request), tenant_of(request), me.id, user_id, role,
+        changed = await team.change_role(db, tenant_of(request), me.id, user_id, role,
                                          keep_session=current_session_key(request))
     except NotFound as exc:
         raise not_found("user") from exc
@@ -121,13 +121,13 @@ async def deactivate_page(request: AnyRequest, user_id: str) -> Template:
 
 
 @post("/team/{user_id:str}/active", status_code=303)
-async def set_active(request: AnyRequest, user_id: str) -> Template | Redirect:
+async def set_active(request: AnyRequest, db: DatabaseDep, user_id: str) -> Template | Redirect:
     single, _ = await form_of(request)
     active = single.get("active") == "1"
     if not active and await _needs_confirmation(request, user_id, single.get("confirmed") == "1"):
         return await _confirm_page(request, user_id, action="deactivate")
     try:
-        await team.set_active(db_of(request), tenant_of(request), user_of(request).id, user_id, active)
+        await team.set_active(db, tenant_of(request), user_of(request).id, user_id, active)
     except NotFound as exc:
         raise not_found("user") from exc
     except DomainError as exc:
@@ -137,9 +137,9 @@ async def set_active(request: AnyRequest, user_id: str) -> Template | Redirect:
 
 
 @post("/team/{user_id:str}/reset", status_code=303)
-async def issue_reset(request: AnyRequest, user_id: str) -> Redirect:
+async def issue_reset(request: AnyRequest, db: DatabaseDep, config: ConfigDep, user_id: str) -> Redirect:
     try:
-        link = await team.issue_reset(db_of(request), config_of(request), tenant_of(request),
+        link = await team.issue_reset(db, config, tenant_of(request),
                                       user_of(request).id, user_id)
     except NotFound as exc:
         raise not_found("user") from exc
@@ -175,11 +175,11 @@ async def accept_page(request: AnyRequest, secret: str) -> Template:
 
 
 @post("/invitations/{secret:str}", include_in_schema=False, status_code=303)
-async def accept(request: AnyRequest, secret: str) -> Template | Redirect:
+async def accept(request: AnyRequest, db: DatabaseDep, secret: str) -> Template | Redirect:
     single, _ = await form_of(request)
     form = {"name": single.get("name", "")}
     try:
-        user = await team.accept_invitation(db_of(request), secret, single.get("name", ""),
+        user = await team.accept_invitation(db, secret, single.get("name", ""),
                                             single.get("password", ""), single.get("password_confirm", ""))
     except NotFound:
         return await _link_page(request, secret, "invitation")
@@ -196,10 +196,10 @@ async def reset_page(request: AnyRequest, secret: str) -> Template:
 
 
 @post("/password-reset/{secret:str}", include_in_schema=False, status_code=303)
-async def reset(request: AnyRequest, secret: str) -> Template | Redirect:
+async def reset(request: AnyRequest, db: DatabaseDep, secret: str) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
-        user = await team.use_reset(db_of(request), secret, single.get("password", ""),
+        user = await team.use_reset(db, secret, single.get("password", ""),
                                     single.get("password_confirm", ""))
     except NotFound:
         return await _link_page(request, secret, "reset")
@@ -225,13 +225,13 @@ async def account_page(request: AnyRequest) -> Template:
 
 
 @post("/account", status_code=303, **needs_role("viewer"))
-async def update_account(request: AnyRequest) -> Template | Redirect:
+async def update_account(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
     form = {"name": single.get("name", "")}
     user = user_of(request)
     try:
         changed = await team.update_account(
-            db_of(request), user.tenant_id, user.id, name=form["name"], old_password=single.get("old_password", ""),
+            db, user.tenant_id, user.id, name=form["name"], old_password=single.get("old_password", ""),
             new_password=single.get("new_password", ""), confirm=single.get("confirm", ""),
             keep_session=current_session_key(request))
     except DomainError as exc:
@@ -243,9 +243,9 @@ async def update_account(request: AnyRequest) -> Template | Redirect:
 
 
 @get("/account/sessions")
-async def sessions_page(request: AnyRequest) -> Template:
+async def sessions_page(request: AnyRequest, db: DatabaseDep) -> Template:
     current = current_session_key(request)
-    sessions = await team.list_sessions(db_of(request), user_of(request).id)
+    sessions = await team.list_sessions(db, user_of(request).id)
     for row in sessions:
         row["current"] = row["key"] == current
     response = render(request, "account/sessions.html", active_nav="account",
@@ -255,11 +255,11 @@ async def sessions_page(request: AnyRequest) -> Template:
 
 
 @post("/account/sessions", status_code=303, **needs_role("viewer"))
-async def end_sessions(request: AnyRequest) -> Redirect:
+async def end_sessions(request: AnyRequest, db: DatabaseDep) -> Redirect:
     """Form field ``end``: a session's handle from the list, or ``others`` for every session but this one."""
     single, _ = await form_of(request)
     user = user_of(request)
-    ended = await team.end_own_sessions(db_of(request), user.tenant_id, user.id, single.get("end", "").strip(),
+    ended = await team.end_own_sessions(db, user.tenant_id, user.id, single.get("end", "").strip(),
                                         current_session_key(request))
     if not ended:
         return done(request, "/account/sessions", "No session ended.")

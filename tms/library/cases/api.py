@@ -9,7 +9,7 @@ from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
-from tms.state import app_state, db_of
+from tms.state import DatabaseDep, app_state, db_of
 
 
 @get(
@@ -26,7 +26,7 @@ from tms.state import app_state, db_of
     "order: asc (default) or desc. limit/offset paginate.",
 )
 async def list_cases(
-    request: ApiRequest,
+    request: ApiRequest, db: DatabaseDep,
     project_id: str | None = None,
     status: str | None = None,
     limit: int | None = None,
@@ -53,7 +53,7 @@ async def list_cases(
         review=review, reviewer_id=await _reviewer(request, reviewer_id),
     )
     cases, pagination = await case_service.list_cases(
-        db_of(request), request.user.tenant_id, limit=limit, offset=offset, query=query
+        db, request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)
 
@@ -73,34 +73,34 @@ def field_filters(request: ApiRequest) -> tuple[tuple[str, tuple[str, ...]], ...
 
 
 @post("/cases", **requires("write"), summary="Create a test case (code given or TC-<n>)")
-async def create_case(request: ApiRequest, data: JSONBody[CaseCreate]) -> CaseEnvelope:
-    return CaseEnvelope(data=await case_service.create_case(db_of(request), request.user.tenant_id, data))
+async def create_case(request: ApiRequest, db: DatabaseDep, data: JSONBody[CaseCreate]) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.create_case(db, request.user.tenant_id, data))
 
 
 @get("/cases/{case_id:str}", **requires("read"), summary="Get a test case by cuid or code")
-async def get_case(request: ApiRequest, case_id: str) -> CaseEnvelope:
-    return CaseEnvelope(data=await case_service.get_case(db_of(request), request.user.tenant_id, case_id))
+async def get_case(request: ApiRequest, db: DatabaseDep, case_id: str) -> CaseEnvelope:
+    return CaseEnvelope(data=await case_service.get_case(db, request.user.tenant_id, case_id))
 
 
 @patch("/cases/{case_id:str}", **requires("write"), summary="Change fields of a test case")
 async def update_case(
-    request: ApiRequest, case_id: str, data: JSONBody[CaseUpdate]
+    request: ApiRequest, db: DatabaseDep, case_id: str, data: JSONBody[CaseUpdate]
 ) -> CaseEnvelope:
-    case = await case_service.update_case(db_of(request), request.user.tenant_id, case_id, data)
+    case = await case_service.update_case(db, request.user.tenant_id, case_id, data)
     return CaseEnvelope(data=case)
 
 
 @delete("/cases/{case_id:str}", **requires("write"), summary="Delete a test case (its results stay)")
-async def delete_case(request: ApiRequest, case_id: str) -> None:
-    await case_service.delete_case(db_of(request), request.user.tenant_id, case_id,
+async def delete_case(request: ApiRequest, db: DatabaseDep, case_id: str) -> None:
+    await case_service.delete_case(db, request.user.tenant_id, case_id,
                                    app_state(request).attachment_store)
 
 
 @get("/cases/{case_id:str}/versions", **requires("read"), summary="A test case's versions, newest first")
 async def list_versions(
-    request: ApiRequest, case_id: str, limit: int | None = None, offset: int | None = None
+    request: ApiRequest, db: DatabaseDep, case_id: str, limit: int | None = None, offset: int | None = None
 ) -> CaseVersionList:
     versions, pagination = await case_service.list_versions(
-        db_of(request), request.user.tenant_id, case_id, limit=limit, offset=offset
+        db, request.user.tenant_id, case_id, limit=limit, offset=offset
     )
     return CaseVersionList(data=versions, pagination=pagination)

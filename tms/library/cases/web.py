@@ -30,7 +30,7 @@ from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import Section
 from tms.library.shared_steps import service as shared_service
-from tms.state import db_of
+from tms.state import DatabaseDep, db_of
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
 
@@ -187,8 +187,8 @@ def section_options(pickable: list[tuple[str, list[tuple[str, str]]]], *, prefix
 
 
 @get("/")
-async def list_cases(request: AnyRequest) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def list_cases(request: AnyRequest, db: DatabaseDep) -> Template:
+    db, tenant = db, tenant_of(request)
     view = list_view(request)
     try:
         cases, pagination = await case_service.list_cases(db, tenant, limit=view.limit, offset=view.offset,
@@ -311,8 +311,8 @@ def _form_from_case(case: Any, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 @get("/new")
-async def new_case_page(request: AnyRequest) -> Template:
-    active = await project_service.get_active_project(db_of(request), tenant_of(request))
+async def new_case_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    active = await project_service.get_active_project(db, tenant_of(request))
     form = {"bdd_content": EXAMPLE, "project_id": active.id if active else "", "status": "DRAFT",
             "priority": "MEDIUM", "automation_status": "MANUAL",
             "section_id": request.query_params.get("section_id") or ""}
@@ -320,7 +320,7 @@ async def new_case_page(request: AnyRequest) -> Template:
 
 
 @post("/new", status_code=303)
-async def create_case(request: AnyRequest) -> Template | Redirect:
+async def create_case(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, multi = await form_of(request)
     data, errors = _case_data(form)
     shown = await _form_fields(request, form, multi, data, errors)
@@ -328,7 +328,7 @@ async def create_case(request: AnyRequest) -> Template | Redirect:
     errors = _humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
         try:
-            case = await case_service.create_case(db_of(request), tenant_of(request), body)
+            case = await case_service.create_case(db, tenant_of(request), body)
         except DomainError as exc:
             errors = {exc.field or "title": exc.detail}
         else:
@@ -384,14 +384,14 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
 
 
 @get("/{case_id:str}/edit")
-async def edit_case_page(request: AnyRequest, case_id: str) -> Template:
+async def edit_case_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template:
     case = await _case_or_404(request, case_id)
-    fields = await field_service.fields_of(db_of(request), tenant_of(request), case.project_id)
+    fields = await field_service.fields_of(db, tenant_of(request), case.project_id)
     return await _form_page(request, case=case, form=_form_from_case(case, fields), errors={})
 
 
 @post("/{case_id:str}/edit", status_code=303)
-async def edit_case(request: AnyRequest, case_id: str) -> Template | Redirect:
+async def edit_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template | Redirect:
     case = await _case_or_404(request, case_id)
     form, multi = await form_of(request)
     data, errors = _case_data(form)
@@ -401,7 +401,7 @@ async def edit_case(request: AnyRequest, case_id: str) -> Template | Redirect:
     errors = _humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
         try:
-            updated = await case_service.update_case(db_of(request), tenant_of(request), case.id, body)
+            updated = await case_service.update_case(db, tenant_of(request), case.id, body)
         except NotFound as exc:
             if exc.field not in ("project_id", "section_id"):
                 raise not_found("test case") from exc
@@ -414,7 +414,7 @@ async def edit_case(request: AnyRequest, case_id: str) -> Template | Redirect:
 
 
 @post("/{case_id:str}/status", status_code=303)
-async def change_status(request: AnyRequest, case_id: str) -> Redirect:
+async def change_status(request: AnyRequest, db: DatabaseDep, case_id: str) -> Redirect:
     """The quick status / automation-status change on the case page."""
     case = await _case_or_404(request, case_id)
     form, _ = await form_of(request)
@@ -423,7 +423,7 @@ async def change_status(request: AnyRequest, case_id: str) -> Redirect:
     if body is None or not changes:
         return done(request, f"/cases/{case.code}", "Choose a listed status.", "error")
     try:
-        await case_service.update_case(db_of(request), tenant_of(request), case.id, body)
+        await case_service.update_case(db, tenant_of(request), case.id, body)
     except DomainError as exc:  # READY refused under the project's require_review
         return done(request, f"/cases/{case.code}", exc.detail, "error")
     words = ", ".join(f"{k.replace('_', ' ')} {v.replace('_', ' ').lower()}" for k, v in changes.items())

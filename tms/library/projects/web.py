@@ -14,7 +14,7 @@ from tms.library.fields import service as field_service
 from tms.library.fields.models import FIELD_TYPES
 from tms.library.projects import service as project_service
 from tms.library.projects.models import ProjectCreate, ProjectUpdate
-from tms.state import app_state, config_of, db_of
+from tms.state import DatabaseDep, app_state, config_of, db_of
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -36,7 +36,7 @@ async def projects_page(request: AnyRequest, archived: bool = False) -> Template
 
 
 @post("/", status_code=303)
-async def create_project(request: AnyRequest) -> Template | Redirect:
+async def create_project(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, _ = await form_of(request)
     environments = [e.strip() for e in form.get("environments", "").split(",") if e.strip()]
     body, errors = convert(ProjectCreate, {
@@ -46,7 +46,7 @@ async def create_project(request: AnyRequest) -> Template | Redirect:
     })
     if body is not None:
         try:
-            db, tenant = db_of(request), tenant_of(request)
+            db, tenant = db, tenant_of(request)
             project = await project_service.create_project(db, tenant, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
@@ -61,10 +61,10 @@ async def create_project(request: AnyRequest) -> Template | Redirect:
 
 
 @post("/{project_id:str}/activate", status_code=303)
-async def activate_project(request: AnyRequest, project_id: str) -> Redirect:
+async def activate_project(request: AnyRequest, db: DatabaseDep, project_id: str) -> Redirect:
     try:
-        await project_service.mark_active(db_of(request), tenant_of(request), project_id)
-        project = await project_service.get_project(db_of(request), tenant_of(request), project_id)
+        await project_service.mark_active(db, tenant_of(request), project_id)
+        project = await project_service.get_project(db, tenant_of(request), project_id)
     except NotFound as exc:
         raise not_found("project") from exc
     return done(request, "/projects", f"“{project.name}” is now the active project.")
@@ -104,7 +104,7 @@ async def edit_page(request: AnyRequest, project_id: str) -> Template:
 
 
 @post("/{project_id:str}/edit", status_code=303)
-async def edit_project(request: AnyRequest, project_id: str) -> Template | Redirect:
+async def edit_project(request: AnyRequest, db: DatabaseDep, project_id: str) -> Template | Redirect:
     project = await _project_or_404(request, project_id)
     form, _ = await form_of(request)
     body, errors = convert(ProjectUpdate, {
@@ -114,7 +114,7 @@ async def edit_project(request: AnyRequest, project_id: str) -> Template | Redir
     })
     if body is not None:
         try:
-            updated = await project_service.update_project(db_of(request), tenant_of(request), project.id, body)
+            updated = await project_service.update_project(db, tenant_of(request), project.id, body)
         except DomainError as exc:
             errors = field_errors(exc, "name")
         else:
@@ -143,26 +143,26 @@ async def unarchive_project(request: AnyRequest, project_id: str) -> Redirect:
 
 
 @post("/{project_id:str}/review", status_code=303, **needs_role("admin"))
-async def set_require_review(request: AnyRequest, project_id: str) -> Redirect:
+async def set_require_review(request: AnyRequest, db: DatabaseDep, project_id: str) -> Redirect:
     """Admins only: whether cases of the project reach READY only by a review's approval (issue 26)."""
     project = await _project_or_404(request, project_id)
     form, _ = await form_of(request)
     wanted = form.get("require_review") == "true"
-    await project_service.update_project(db_of(request), tenant_of(request), project.id,
+    await project_service.update_project(db, tenant_of(request), project.id,
                                          ProjectUpdate(require_review=wanted))
     state = "now requires review before a case is READY" if wanted else "no longer requires review"
     return done(request, f"/projects/{project.id}/edit#review", f"“{project.name}” {state}.")
 
 
 @post("/{project_id:str}/delete", status_code=303, **needs_role("admin"))
-async def delete_project(request: AnyRequest, project_id: str) -> Template | Redirect:
+async def delete_project(request: AnyRequest, db: DatabaseDep, project_id: str) -> Template | Redirect:
     """Deletes only when the typed name matches exactly: the whole library and every result go."""
     project = await _project_or_404(request, project_id)
     form, _ = await form_of(request)
     if form.get("confirm_name", "") != project.name:
         errors = {"confirm_name": f"Type the project's name, “{project.name}”, exactly to delete it."}
         return await _edit_page(request, project, {**_edit_form(project), **form}, errors, status_code=400)
-    counts = await project_service.delete_project(db_of(request), tenant_of(request), project.id,
+    counts = await project_service.delete_project(db, tenant_of(request), project.id,
                                                   app_state(request).attachment_store)
     return done(request, "/projects", f"Project “{project.name}” deleted with {counts['cases']} cases, "
                                       f"{counts['runs']} runs and {counts['attachments']} attachments.")

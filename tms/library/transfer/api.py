@@ -17,7 +17,7 @@ from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
 from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
 from tms.library.transfer.models import ImportAnswer, RowError
-from tms.state import db_of
+from tms.state import DatabaseDep
 
 
 @dataclass
@@ -41,11 +41,11 @@ class _ImportOperation(Operation):
      "tickets, bdd_content. `section` is the path `Parent / Child`; tags `;`-separated; tickets `SOURCE:KEY;…`. "
      "A cell starting with `=`, `+`, `-`, `@`, tab or CR (a spreadsheet formula) starts with `'`, as does one "
      "starting with `'` and one of those or `'`; the import takes that quote off again.")
-async def export_cases(request: ApiRequest, project_id: str | None = None,
+async def export_cases(request: ApiRequest, db: DatabaseDep, project_id: str | None = None,
                        format: str = "csv") -> Stream:
     if format != "csv":
         raise InvalidInput("format must be csv", field="format")
-    db, tenant = db_of(request), request.user.tenant_id
+    db, tenant = db, request.user.tenant_id
     await case_io.check_project(db, tenant, project_id)
     assert project_id is not None
     return Stream(
@@ -68,13 +68,13 @@ def answer(result: case_io.ImportResult, dry_run: bool) -> ImportAnswer:
       summary="Import cases from CSV or TestRail XML (one transaction)",
       description="multipart/form-data with a part `file`. 201 when every row imported, 207 when some were "
       "rejected (listed by row); a file-level problem is a 400 and changes nothing. dry_run=true plans only.")
-async def import_cases(request: ApiRequest, project_id: str | None = None,
+async def import_cases(request: ApiRequest, db: DatabaseDep, project_id: str | None = None,
                        format: str = "csv", dry_run: bool = False) -> Response[ImportAnswer]:
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
         raise InvalidInput("send the file as a multipart/form-data part named 'file'", field="file")
     data = await upload.read()
-    result = await case_io.import_cases(db_of(request), request.user.tenant_id, project_id, data, format,
+    result = await case_io.import_cases(db, request.user.tenant_id, project_id, data, format,
                                         dry_run=dry_run)
     return Response(answer(result, dry_run), status_code=207 if result.rejected else 201)

@@ -19,7 +19,7 @@ from tms.reports.schedules.models import (
     ReportScheduleUpdate,
     SendEnvelope,
 )
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 _BODY = (f"`cron`: five fields (minute hour day-of-month month day-of-week) in UTC, e.g. `0 7 * * 1`; "
          f"`recipients`: 1 to {MAX_RECIPIENTS} e-mail addresses; `kind` `milestone` (its report; `target_id` is the "
@@ -28,41 +28,42 @@ _BODY = (f"`cron`: five fields (minute hour day-of-month month day-of-week) in U
 
 
 @get("/report-schedules", **requires("read"), summary="A project's report schedules (at most 100)")
-async def list_schedules(request: ApiRequest, project_id: str) -> ReportScheduleList:
-    return ReportScheduleList(data=await service.list_schedules(db_of(request), request.user.tenant_id, project_id))
+async def list_schedules(request: ApiRequest, db: DatabaseDep, project_id: str) -> ReportScheduleList:
+    return ReportScheduleList(data=await service.list_schedules(db, request.user.tenant_id, project_id))
 
 
 @post("/report-schedules", **requires("write"), summary="Mail a milestone's or a project's report on a cron schedule",
       description=_BODY)
-async def create_schedule(request: ApiRequest, data: JSONBody[ReportScheduleCreate]) -> ReportScheduleEnvelope:
-    created = await service.create_schedule(db_of(request), request.user.tenant_id, data)
+async def create_schedule(request: ApiRequest, db: DatabaseDep,
+                          data: JSONBody[ReportScheduleCreate]) -> ReportScheduleEnvelope:
+    created = await service.create_schedule(db, request.user.tenant_id, data)
     return ReportScheduleEnvelope(data=created)
 
 
 @get("/report-schedules/{schedule_id:str}", **requires("read"),
      summary="One report schedule, with next_run_at, last_sent_at and last_error")
-async def get_schedule(request: ApiRequest, schedule_id: str) -> ReportScheduleEnvelope:
-    return ReportScheduleEnvelope(data=await service.get_schedule(db_of(request), request.user.tenant_id, schedule_id))
+async def get_schedule(request: ApiRequest, db: DatabaseDep, schedule_id: str) -> ReportScheduleEnvelope:
+    return ReportScheduleEnvelope(data=await service.get_schedule(db, request.user.tenant_id, schedule_id))
 
 
 @patch("/report-schedules/{schedule_id:str}", **requires("write"),
        summary="Change a schedule's cron, recipients, kind and target or attachment", description=_BODY)
-async def update_schedule(request: ApiRequest, schedule_id: str,
+async def update_schedule(request: ApiRequest, db: DatabaseDep, schedule_id: str,
                           data: JSONBody[ReportScheduleUpdate]) -> ReportScheduleEnvelope:
-    updated = await service.update_schedule(db_of(request), request.user.tenant_id, schedule_id, data)
+    updated = await service.update_schedule(db, request.user.tenant_id, schedule_id, data)
     return ReportScheduleEnvelope(data=updated)
 
 
 @delete("/report-schedules/{schedule_id:str}", **requires("write"), summary="Remove a report schedule")
-async def delete_schedule(request: ApiRequest, schedule_id: str) -> None:
-    await service.delete_schedule(db_of(request), request.user.tenant_id, schedule_id)
+async def delete_schedule(request: ApiRequest, db: DatabaseDep, schedule_id: str) -> None:
+    await service.delete_schedule(db, request.user.tenant_id, schedule_id)
 
 
 @post("/report-schedules/{schedule_id:str}/send", **requires("write"), status_code=200,
       summary="Send now: mail the report at once (the schedule's next_run_at stays)",
       description="Answers whether the SMTP server took the mail and, if not, its error (also kept as last_error).")
-async def send_schedule(request: ApiRequest, schedule_id: str) -> SendEnvelope:
-    result = await service.send_now(db_of(request), config_of(request), request.user.tenant_id, schedule_id)
+async def send_schedule(request: ApiRequest, db: DatabaseDep, config: ConfigDep, schedule_id: str) -> SendEnvelope:
+    result = await service.send_now(db, config, request.user.tenant_id, schedule_id)
     return SendEnvelope(data=result)
 
 

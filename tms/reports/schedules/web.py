@@ -22,7 +22,7 @@ from tms.reports.schedules.models import (
     ReportScheduleCreate,
     ReportScheduleUpdate,
 )
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, config_of, db_of
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -93,14 +93,14 @@ async def schedules_page(request: AnyRequest, project_id: str) -> Template:
 
 
 @post("/projects/{project_id:str}/report-schedules", status_code=303)
-async def create_schedule(request: AnyRequest, project_id: str) -> Template | Redirect:
+async def create_schedule(request: AnyRequest, db: DatabaseDep, project_id: str) -> Template | Redirect:
     project = await _project(request, project_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleCreate, {"project_id": project.id, **_body(form)})
     errors = _worded(errors)
     if body is not None:
         try:
-            await service.create_schedule(db_of(request), tenant_of(request), body)
+            await service.create_schedule(db, tenant_of(request), body)
         except DomainError as exc:
             errors = {exc.field or "cron": exc.detail}
         else:
@@ -109,14 +109,14 @@ async def create_schedule(request: AnyRequest, project_id: str) -> Template | Re
 
 
 @post("/report-schedules/{schedule_id:str}/edit", status_code=303)
-async def update_schedule(request: AnyRequest, schedule_id: str) -> Template | Redirect:
+async def update_schedule(request: AnyRequest, db: DatabaseDep, schedule_id: str) -> Template | Redirect:
     schedule = await _schedule(request, schedule_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleUpdate, _body(form))
     errors = _worded(errors)
     if body is not None:
         try:
-            await service.update_schedule(db_of(request), tenant_of(request), schedule.id, body)
+            await service.update_schedule(db, tenant_of(request), schedule.id, body)
         except DomainError as exc:
             errors = {exc.field or "cron": exc.detail}
         else:
@@ -126,16 +126,16 @@ async def update_schedule(request: AnyRequest, schedule_id: str) -> Template | R
 
 
 @post("/report-schedules/{schedule_id:str}/delete", status_code=303)
-async def delete_schedule(request: AnyRequest, schedule_id: str) -> Redirect:
+async def delete_schedule(request: AnyRequest, db: DatabaseDep, schedule_id: str) -> Redirect:
     schedule = await _schedule(request, schedule_id)
-    await service.delete_schedule(db_of(request), tenant_of(request), schedule.id)
+    await service.delete_schedule(db, tenant_of(request), schedule.id)
     return done(request, _back(schedule.project_id), "Report schedule removed.")
 
 
 @post("/report-schedules/{schedule_id:str}/send", status_code=303)
-async def send_schedule(request: AnyRequest, schedule_id: str) -> Redirect:
+async def send_schedule(request: AnyRequest, db: DatabaseDep, config: ConfigDep, schedule_id: str) -> Redirect:
     schedule = await _schedule(request, schedule_id)
-    result = await service.send_now(db_of(request), config_of(request), tenant_of(request), schedule.id)
+    result = await service.send_now(db, config, tenant_of(request), schedule.id)
     if result.sent:
         return done(request, _back(schedule.project_id), f"Report mailed to {result.recipients} "
                     f"recipient{'' if result.recipients == 1 else 's'}.")

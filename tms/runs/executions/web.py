@@ -34,7 +34,7 @@ from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch
 from tms.runs.statuses import LABELS, RESULT_STATUSES
-from tms.state import app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state, db_of
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
@@ -159,8 +159,9 @@ def _read_form(single: dict[str, str], first: int, last: int,
 
 
 @post("/results/{result_id:str}/execute", status_code=303)
-async def save_execution(request: AnyRequest, result_id: str) -> Template | Redirect:
-    db, tenant = db_of(request), tenant_of(request)
+async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                         result_id: str) -> Template | Redirect:
+    db, tenant = db, tenant_of(request)
     try:
         row, linked = await executions.get_result_row(db, tenant, result_id)
     except NotFound as exc:
@@ -188,9 +189,9 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
     if not errors:
         try:
             body = msgspec.convert(patch, ResultPatch)
-            saved = await executions.update_result(db_of(request), tenant_of(request), result_id, body,
+            saved = await executions.update_result(db, tenant_of(request), result_id, body,
                                                    loaded_updated_at=form["loaded_updated_at"] or None,
-                                                   config=config_of(request))
+                                                   config=config)
         except msgspec.ValidationError as exc:
             errors["form"] = str(exc)
         except DomainError as exc:
@@ -215,10 +216,10 @@ async def save_execution(request: AnyRequest, result_id: str) -> Template | Redi
 
 
 @get("/my-work")
-async def my_work(request: AnyRequest, offset: int = 0) -> Template:
+async def my_work(request: AnyRequest, db: DatabaseDep, offset: int = 0) -> Template:
     user = user_of(request)
     offset = max(0, offset)
-    rows, total = await executions.my_work(db_of(request), tenant_of(request), user.id, 100, offset)
+    rows, total = await executions.my_work(db, tenant_of(request), user.id, 100, offset)
     return render(request, "runs/my_work.html", active_nav="my-work", rows=rows,
                   pager=page_numbers(total, 100, offset), pager_query="")
 

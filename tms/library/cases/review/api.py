@@ -9,15 +9,16 @@ from litestar.params import JSONBody
 from tms.http.api_auth import ApiRequest, requires
 from tms.library.cases.models import CaseEnvelope, ReviewReject, ReviewRequest
 from tms.library.cases.review import service as review_service
-from tms.state import config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 
 @post("/cases/{case_id:str}/review", **requires("write"), status_code=200,
       summary="Ask a tester or admin of the team to review a test case",
       description="The case's review becomes REQUESTED with this reviewer. Under the project's require_review "
       "the author may not name themselves.")
-async def request_review(request: ApiRequest, case_id: str, data: JSONBody[ReviewRequest]) -> CaseEnvelope:
-    case = await review_service.request_review(db_of(request), config_of(request), request.user.tenant_id, case_id,
+async def request_review(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                         case_id: str, data: JSONBody[ReviewRequest]) -> CaseEnvelope:
+    case = await review_service.request_review(db, config, request.user.tenant_id, case_id,
                                                data.reviewer_id)
     return CaseEnvelope(data=case)
 
@@ -26,15 +27,16 @@ async def request_review(request: ApiRequest, case_id: str, data: JSONBody[Revie
       summary="Approve a test case's review: the case becomes READY",
       description="Needs an open request (409 otherwise). Under the project's require_review the author of the "
       "version under review may not approve it (409). No body.")
-async def approve(request: ApiRequest, case_id: str) -> CaseEnvelope:
-    case = await review_service.approve(db_of(request), config_of(request), request.user.tenant_id, case_id)
+async def approve(request: ApiRequest, db: DatabaseDep, config: ConfigDep, case_id: str) -> CaseEnvelope:
+    case = await review_service.approve(db, config, request.user.tenant_id, case_id)
     return CaseEnvelope(data=case)
 
 
 @post("/cases/{case_id:str}/review/reject", **requires("write"), status_code=200,
       summary="Request changes to a test case, saying what (comment required); it stays DRAFT")
-async def reject(request: ApiRequest, case_id: str, data: JSONBody[ReviewReject]) -> CaseEnvelope:
-    case = await review_service.reject(db_of(request), config_of(request), request.user.tenant_id, case_id,
+async def reject(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
+                 case_id: str, data: JSONBody[ReviewReject]) -> CaseEnvelope:
+    case = await review_service.reject(db, config, request.user.tenant_id, case_id,
                                        data.comment)
     return CaseEnvelope(data=case)
 

@@ -11,7 +11,7 @@ from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, r
 from tms.http.paging import page_offset
 from tms.library.cases import web as case_web
 from tms.library.cases.review import service as review_service
-from tms.state import config_of, db_of
+from tms.state import DatabaseDep, config_of, db_of
 from tms.team.signin.session import page_guard
 
 PAGE = 50
@@ -62,9 +62,9 @@ async def reject(request: AnyRequest, case_id: str) -> Template | Redirect:
 
 
 @get("/reviews")
-async def waiting_page(request: AnyRequest, offset: int = 0) -> Template:
+async def waiting_page(request: AnyRequest, db: DatabaseDep, offset: int = 0) -> Template:
     """The cases whose review waits for the signed-in user, newest request first."""
-    db, tenant = db_of(request), tenant_of(request)
+    db, tenant = db, tenant_of(request)
     offset = page_offset(offset)
     cases, pagination = await review_service.list_waiting(db, tenant, user_of(request).id, limit=PAGE, offset=offset)
     return render(request, "cases/reviews.html", active_nav="reviews", cases=cases, total=pagination.total,
