@@ -12,21 +12,18 @@ each), and ends their sessions; a password change ends the user's other sessions
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import secrets
-import smtplib
-import ssl
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
 from typing import Any
 
 from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import Conflict, InvalidInput, NotFound
 from tms.ids import iso, new_id, now_iso
+from tms.notifications import mail
 from tms.team import accounts
 from tms.team import store as user_store
 from tms.team.audit import service as audit
@@ -122,7 +119,7 @@ async def invite(db: Database, config: Config, tenant_id: str, tenant_name: str,
             "expires_at": expires})
         await audit.record(tx, tenant_id, "user.invited", "invitation", link_id, {"email": email, "role": role})
     url = f"{config.base_url.rstrip('/')}/invitations/{secret}"
-    mailed = await send_mail(config, email, f"You are invited to {tenant_name} on TMS",
+    mailed = await mail.send_mail(config, email, f"You are invited to {tenant_name} on TMS",
                              f"You have been invited to join {tenant_name} on TMS as {role}.\n\n"
                              f"Accept within 48 hours (the link works once):\n{url}\n")
     return IssuedLink(link_id, url, expires, mailed)
@@ -309,7 +306,7 @@ async def mail_reset(db: Database, config: Config, email: str, address: str) -> 
             "expires_at": _expiry(RESET_TTL)})
         await audit.record(tx, member_tenant, "user.reset_mailed", "user", user["id"], {"address": address})
     url = f"{config.base_url.rstrip('/')}/password-reset/{secret}"
-    return await send_mail(config, member["email"], "Set a new TMS password",
+    return await mail.send_mail(config, member["email"], "Set a new TMS password",
                            "Someone (we hope you) asked to set a new password for your TMS account.\n\n"
                            f"Set it within 1 hour (the link works once):\n{url}\n\n"
                            "If it was not you, ignore this mail: your password stays as it is.\n")
@@ -392,48 +389,6 @@ async def end_own_sessions(db: Database, tenant_id: str, user_id: str, handle: s
                                     "device": row["user_agent"]})
                 return ended
     return 0
-
-
-async def send_mail(config: Config, to: str, subject: str, body: str) -> bool:
-    """Mails through ``[smtp]`` in a worker thread; False when no SMTP host is set or sending failed
-    (the caller still shows the link, so a mail problem never blocks an invitation)."""
-    return await mail(config, [to], subject, body) is None
-
-
-async def mail(config: Config, to: list[str], subject: str, body: str, *, html: str | None = None,
-               attachments: tuple[tuple[str, str, bytes], ...] = ()) -> str | None:
-    """Mails ``to`` (one message, every address in To) through ``[smtp]`` in a worker thread, with an
-    optional HTML alternative and ``(filename, mime type, bytes)`` attachments; None once the server
-    took it, else why not (no SMTP host set, or the server's or the network's error), for the caller
-    to show."""
-    host = config.get("smtp.host")
-    if not host:
-        return "no SMTP server is set ([smtp] host)"
-
-    def send() -> None:  # composing too: encoding an attachment is work that grows with it
-        message = EmailMessage()
-        message["From"] = config.get("smtp.from") or f"tms@{host}"
-        message["To"] = ", ".join(to)
-        message["Subject"] = subject
-        message.set_content(body)
-        if html is not None:
-            message.add_alternative(html, subtype="html")
-        for filename, mime_type, content in attachments:
-            maintype, _, subtype = mime_type.partition("/")
-            message.add_attachment(content, maintype=maintype, subtype=subtype, filename=filename)
-        with smtplib.SMTP(host, int(config.get("smtp.port")), timeout=15) as smtp:
-            if config.get("smtp.starttls"):
-                smtp.starttls(context=ssl.create_default_context())
-            if config.get("smtp.username"):
-                smtp.login(config.get("smtp.username"), config.get("smtp.password"))
-            smtp.send_message(message)
-
-    try:
-        await asyncio.to_thread(send)
-    except (OSError, smtplib.SMTPException) as exc:
-        log.warning("could not mail %s through %s: %s", ", ".join(to), host, exc)
-        return f"{type(exc).__name__}: {exc}"[:1000]
-    return None
 
 
 async def get_member(db: Database | Transaction, tenant_id: str, user_id: str) -> Row | None:

@@ -16,9 +16,9 @@ from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.http.paging import page_window
 from tms.ids import new_ids, now_iso
+from tms.notifications import mail
 from tms.notifications.inbox import store
 from tms.notifications.inbox.models import KINDS, Notification, NotificationList, Pagination
-from tms.team import service as team_service
 from tms.team.audit import service as audit
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ async def _mail(config: Config, addresses: list[str], title: str, link: str) -> 
             f"You get these mails because 'Mail me my notifications' is on: {config.base_url}/account")
     for address in addresses:
         try:
-            await team_service.send_mail(config, address, f"[TMS] {title}", body)
+            await mail.send_mail(config, address, f"[TMS] {title}", body)
         except Exception:  # a mail problem never reaches anyone's request
             log.exception("could not mail a notification to %s", address)
 

@@ -6,7 +6,7 @@ cronsim; ``next_run_at`` is the next time it matches. Every replica runs ``run_d
 UPDATE (``store.claim``) that moves next_run_at on, so one replica alone mails a given occurrence.
 A schedule overdue by several occurrences (the service was down) is mailed once and moves to the next
 occurrence after now. The mail is the HTML report as its body, with the PDF (or HTML) file attached,
-rendered and sent in worker threads (``tms.reports.service.render``, ``tms.team.service.mail``).
+rendered and sent in worker threads (``tms.reports.service.render``, ``tms.notifications.mail.deliver``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tms.db import Database, Row
 from tms.errors import Conflict, InvalidInput, NotFound
 from tms.ids import iso, new_id, now_iso, utc_now
 from tms.library.projects import service as project_service
+from tms.notifications import mail
 from tms.planning.milestones import service as milestone_service
 from tms.reports import service as report_service
 from tms.reports.models import ReportKind
@@ -33,7 +34,6 @@ from tms.reports.schedules.models import (
     ReportScheduleUpdate,
     SendResult,
 )
-from tms.team import service as team_service
 from tms.team.audit import service as audit
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ async def _send(db: Database, config: Config, row: Row) -> str | None:
                 f"{'' if totals.pass_rate is None else f'; pass rate {totals.pass_rate} %'}.\n"
                 f"The full report is attached ({attached.filename}).\n\n"
                 f"{config.base_url}/projects/{row['project_id']}/report-schedules\n")
-        error = await team_service.mail(config, _recipients.decode(row["recipients"]), subject, text,
+        error = await mail.deliver(config, _recipients.decode(row["recipients"]), subject, text,
                                         html=body.body.decode(),
                                         attachments=((attached.filename, attached.media_type.split(";")[0],
                                                       attached.body),))
