@@ -42,7 +42,7 @@ from tms.http.openapi import JsonDocument
 from tms.http.problems import EXCEPTION_HANDLERS
 from tms.http.query import check_request
 from tms.integrations import api as integrations_api
-from tms.integrations import service as integration_service
+from tms.integrations import requirements
 from tms.integrations import web as web_integrations
 from tms.library import web as web_library
 from tms.library.cases import api as cases_api
@@ -316,8 +316,8 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             # requirements' titles and statuses from the trackers, for the traceability matrix
             asyncio.create_task(
                 run_periodically(
-                    lambda: integration_service.refresh_requirements(db, config),
-                    integration_service.REFRESH_SECONDS,
+                    lambda: requirements.refresh_requirements(db, config),
+                    requirements.REFRESH_SECONDS,
                     "tracker issue refresh",
                     first_delay=60,
                     db=db,

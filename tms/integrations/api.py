@@ -10,7 +10,7 @@ from litestar import delete, get, patch, post
 from litestar.params import JSONBody
 
 from tms.http.api_auth import ApiRequest, requires
-from tms.integrations import service
+from tms.integrations import defects, service
 from tms.integrations.models import (
     DefectCreate,
     DefectEnvelope,
@@ -69,7 +69,7 @@ async def delete_integration(request: ApiRequest, db: DatabaseDep, integration_i
       "has a bug; 502 when the tracker refuses or does not answer (nothing is linked; retry).")
 async def create_defect(request: ApiRequest, db: DatabaseDep, config: ConfigDep,
                         result_id: str, data: JSONBody[DefectCreate]) -> DefectEnvelope:
-    defect = await service.create_defect(db, config, request.user.tenant_id, result_id, data)
+    defect = await defects.create_defect(db, config, request.user.tenant_id, result_id, data)
     return DefectEnvelope(data=defect)
 
 

@@ -7,7 +7,6 @@ one ``bug.resolved`` per linked case, each linked case flagged for retest, and o
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import re
@@ -17,32 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import msgspec
 
 from tms.config import Config
 from tms.db import Database, Row, Transaction
-from tms.errors import Conflict, DomainError, InvalidInput, NotFound
+from tms.errors import DomainError, InvalidInput, NotFound
 from tms.failures.known_issues import service as known_issues
 from tms.failures.retest import service as retest
 from tms.failures.retest import store as retest_store
 from tms.ids import iso_days_ago, new_id, now_iso
-from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, outbound, trackers
+from tms.integrations import KINDS, TrackerEvent, UnreadablePayload, trackers
 from tms.integrations import store as integration_store
-from tms.integrations.models import Defect, DefectCreate, DefectDraft, Integration, IntegrationCreate, IntegrationUpdate
-from tms.integrations.outbound import Target, TrackerError
-from tms.library.cases import service as cases
-from tms.library.cases.models import Case
-from tms.library.gherkin import service as gherkin
-from tms.library.shared_steps import service as shared_steps
+from tms.integrations.models import Integration, IntegrationCreate, IntegrationUpdate
+from tms.integrations.outbound import Target
 from tms.notifications.events import emit_many
 from tms.notifications.safety import literal_address_problem, url_problem
-from tms.runs import service as runs
-from tms.runs.executions import service as executions
-from tms.runs.executions.models import ResultPatch
-from tms.runs.models import Run
-from tms.runs.results.models import Result
-from tms.runs.statuses import FAILING
 from tms.team.audit import service as audit
 from tms.team.signin import secret_box
 
@@ -360,7 +348,7 @@ def outbound_ready(row: Mapping[str, Any]) -> bool:
     return bool(row.get("project_key"))
 
 
-def _missing_outbound(row: Mapping[str, Any]) -> str:
+def missing_outbound(row: Mapping[str, Any]) -> str:
     needs = {"GITHUB": "repository", "GITLAB": "project_path", "JIRA": "project_key"}[row["kind"]]
     return (f"integration {row['name']!r} cannot create issues: set its api_url, api_token and {needs} "
             "(Settings → Integrations)")
@@ -420,7 +408,14 @@ async def update_from_api(
     return to_api(row, config.base_url)
 
 
-def _target(config: Config, row: Mapping[str, Any]) -> Target:
+class TrackerFailed(DomainError):
+    """The tracker refused the call or did not answer: nothing was linked; the same request may be retried."""
+
+    status_code = 502
+    title = "Bad Gateway"
+
+
+def tracker_target(config: Config, row: Mapping[str, Any]) -> Target:
     try:
         token = secret_box.decrypt(config, TOKEN_PURPOSE, row["api_token_encrypted"])
     except secret_box.SecretUnreadable as exc:
@@ -431,270 +426,9 @@ def _target(config: Config, row: Mapping[str, Any]) -> Target:
                   project_key=row["project_key"])
 
 
-def _allow_private(config: Config) -> bool:
+def allow_private(config: Config) -> bool:
     return config.get("webhooks.allow_private_targets")
 
 
-def _timeout(config: Config) -> float:
+def tracker_timeout(config: Config) -> float:
     return config.get("webhooks.timeout_seconds")
-
-
-# --- create a defect from a failed result ---------------------------------------------------------
-
-FAILING_STATUSES = FAILING
-# a claim older than this is a crashed creation's leftover (the tracker call itself times out long before)
-CLAIM_STALE_SECONDS = 300
-_MAX_STACK = 8_000
-_MAX_BODY = 60_000  # GitHub refuses bodies over 65,536 characters
-
-
-class TrackerFailed(DomainError):
-    """The tracker refused the call or did not answer: nothing was linked; the same request may be retried."""
-
-    status_code = 502
-    title = "Bad Gateway"
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """What a defect is about: the result, its run, its case (when it has one) and the failed step."""
-
-    result: Result
-    run: Run
-    case: Case | None
-    failed_step: str | None
-
-
-async def _failure(db: Database, tenant_id: str, result_id: str) -> Failure:
-    result = await executions.get_result(db, tenant_id, result_id)
-    row, _ = await executions.get_result_row(db, tenant_id, result_id)
-    run = await runs.get_run(db, tenant_id, row["run_id"])
-    case: Case | None = None
-    if result.test_case_id:
-        try:
-            case = await cases.get_case(db, tenant_id, result.test_case_id)
-        except NotFound:
-            case = None
-    # the case's checklist as step_results index it: its shared steps expanded
-    gherkin_text = None if case is None else await shared_steps.expanded_case_text(db, tenant_id, case.project_id,
-                                                                                    case.bdd_content)
-    return Failure(result, run, case, _failed_step(result, gherkin_text))
-
-
-def _failed_step(result: Result, gherkin_text: str | None) -> str | None:
-    """'3. When I pay — the note' for the first failed or broken step, when steps were marked."""
-    if result.step_results is None:
-        return None
-    try:
-        steps = msgspec.json.decode(result.step_results)
-    except msgspec.DecodeError:
-        return None
-    failed = next((s for s in steps if isinstance(s, dict) and s.get("status") in FAILING_STATUSES), None)
-    if failed is None or not isinstance(failed.get("index"), int):
-        return None
-    index: int = failed["index"]
-    text = ""
-    if gherkin_text is not None:
-        page = gherkin.checklist_page(gherkin_text, (index - 1) // gherkin.STEPS_PAGE_SIZE + 1)
-        for group in page.groups:
-            for step in group.steps:
-                if step.index == index:
-                    text = f"{step.keyword.strip()} {step.text}"
-    note = f" — {failed['comment']}" if failed.get("comment") else ""
-    return f"{index}. {text or '(step)'}{note}"
-
-
-def _fenced(text: str) -> str:
-    fence = "````" if "```" in text else "```"
-    return f"{fence}\n{text}\n{fence}"
-
-
-def draft(failure: Failure, base_url: str) -> DefectDraft:
-    """The issue "Create issue" proposes: a title, and a body (Markdown that reads as plain text in Jira)."""
-    result, run, case = failure.result, failure.run, failure.case
-    what = case.title if case is not None else (result.title or "(unnamed test)")
-    code = case.code if case is not None else result.test_case_code
-    environment = run.environment or "no environment"
-    verb = "is broken" if result.status == "BROKEN" else "fails"
-    title = f"{code + ' ' if code else ''}{what} {verb} ({environment})"
-    base = base_url.rstrip("/")
-    link = f"{base}/results/{result.id}/execute" if result.test_case_id else f"{base}/runs/{run.id}"
-    lines = [f"Test case: {code + ' — ' if code else ''}{what}" + (f" ({base}/cases/{code})" if case else ""),
-             f"Run: {run.name} — {base}/runs/{run.id}", f"Environment: {environment}",
-             f"Status: {result.status}" + (f" at {result.executed_at}" if result.executed_at else ""),
-             f"Result: {link}", ""]
-    if failure.failed_step:
-        lines += [f"Failed step: {failure.failed_step}", ""]
-    if result.error_message:
-        lines += ["Error:", _fenced(result.error_message[:4_000]), ""]
-    if result.error_stack:
-        stack = result.error_stack[:_MAX_STACK] + ("\n…" if len(result.error_stack) > _MAX_STACK else "")
-        lines += ["Stack trace:", _fenced(stack), ""]
-    if result.comment:
-        lines += ["Comment:", result.comment[:2_000], ""]
-    if result.attachments:
-        lines.append("Attachments:")
-        lines += [f"- {a.get('fileName') or a.get('id')}: {base}/web/attachments/{a.get('id')}"
-                  for a in result.attachments]
-        lines.append("")
-    lines.append("Reported from TMS.")
-    return DefectDraft(title=title[:250], body="\n".join(lines)[:_MAX_BODY])
-
-
-async def defect_draft(db: Database, config: Config, tenant_id: str, result_id: str) -> tuple[DefectDraft, Failure]:
-    failure = await _failure(db, tenant_id, result_id)
-    return draft(failure, config.base_url), failure
-
-
-async def defect_integrations(db: Database, tenant_id: str) -> list[Row]:
-    """The tenant's integrations that can create issues (for the "Create issue" form)."""
-    return [row for row in await integration_store.list_integrations(db, tenant_id) if outbound_ready(row)]
-
-
-async def can_create_issues(db: Database, tenant_id: str) -> bool:
-    """Whether "Create issue" may be offered: an integration of the tenant has outbound credentials."""
-    return bool(await defect_integrations(db, tenant_id))
-
-
-async def create_defect(db: Database, config: Config, tenant_id: str, result_id: str, body: DefectCreate) -> Defect:
-    """Creates the issue in the tracker, then sets the result's bug key and URL (one write).
-
-    No transaction is open while the tracker is called: a claim row (its own short transaction) keeps a
-    second click from creating a second issue. A tracker that refuses or does not answer leaves the
-    result as it was (``TrackerFailed``, 502) and the claim released, so the same request can be retried.
-    """
-    integration = await integration_store.get_outbound(db, tenant_id, body.integration_id)
-    if integration is None:
-        raise NotFound(f"integration {body.integration_id} not found", field="integration_id")
-    if not outbound_ready(integration):
-        raise InvalidInput(_missing_outbound(integration), field="integration_id")
-    proposed, failure = await defect_draft(db, config, tenant_id, result_id)
-    result = failure.result
-    if result.status not in FAILING_STATUSES:
-        raise Conflict(f"result {result_id} is {result.status}: issues are created from failed or broken results")
-    if result.bug_ticket_key:
-        raise Conflict(f"result {result_id} is already linked to {result.bug_ticket_key}; clear its bug key first")
-    title = (body.title or proposed.title).strip() or proposed.title
-    text = body.body if body.body is not None else proposed.body
-    target = _target(config, integration)
-    at = now_iso()
-    async with db.transaction() as tx:
-        claimed = await integration_store.claim_defect(
-            tx, tenant_id, result_id, integration["id"], at, iso_days_ago(CLAIM_STALE_SECONDS / 86_400))
-    if not claimed:
-        raise Conflict(f"an issue is being created for result {result_id} right now; reload in a moment")
-    try:
-        try:
-            async with outbound.client(allow_private=_allow_private(config)) as http:
-                issue = await outbound.create_issue(http, target, title, text, seconds=_timeout(config))
-        except TrackerError as exc:
-            log.info("integration %s: creating an issue for result %s failed: %s", integration["id"], result_id, exc)
-            raise TrackerFailed(f"{KIND_LABELS[integration['kind']]} did not create the issue: {exc}. "
-                                "Nothing was linked; try again.") from None
-        patch = ResultPatch(bug_ticket_key=issue.key[:100], bug_ticket_url=issue.url)
-        try:
-            await executions.update_result(db, tenant_id, result_id, patch)
-        except Exception:
-            # the issue exists but the result could not take it (deleted meanwhile): say which, for a person
-            log.warning("integration %s: created %s but could not link it to result %s",
-                        integration["id"], issue.key, result_id)
-            raise
-        source = integration["kind"]
-        async with db.transaction() as tx:
-            await integration_store.save_issues(tx, [(tenant_id, source, issue.key.upper(), integration["id"],
-                                                      issue.title or title, issue.status, issue.url, None, now_iso())])
-            await audit.record(tx, tenant_id, "integration.defect_created", "result", result_id,
-                               {"integration_id": integration["id"], "bug_ticket_key": issue.key})
-    finally:
-        async with db.transaction() as tx:
-            await integration_store.release_defect(tx, tenant_id, result_id)
-    return Defect(result_id=result_id, integration_id=integration["id"], bug_ticket_key=issue.key[:100],
-                  bug_ticket_url=issue.url, title=title)
-
-
-# --- requirements' titles and statuses, refreshed in the background --------------------------------
-
-REFRESH_SECONDS = 600         # the periodic job's period
-FRESH_SECONDS = 3_600         # an entry younger than this is not fetched again
-REFRESH_BATCH = 200           # keys per integration per round: a big library is covered over a few rounds
-REFRESH_CONCURRENCY = 4
-_pending: set[asyncio.Task[int]] = set()
-
-
-def _handles(row: Mapping[str, Any], key: str, first_of_kind: bool) -> bool:
-    """Whether this integration reads ``key``: GitHub/GitLab keys of its repository (or project), short
-    '#12' keys and keys of other repositories when it is the tenant's first of its kind; Jira: the first."""
-    if row["kind"] == "JIRA":
-        return first_of_kind
-    where = key.rpartition("#")[0].lower()
-    own = (row["project_path"] or row["repository"] or "").lower() if row["kind"] == "GITLAB" else \
-        (row["repository"] or "").lower()
-    return (where and where == own) or first_of_kind
-
-
-async def _refresh_one(db: Database, config: Config, row: Row, first_of_kind: bool,
-                       http: httpx.AsyncClient) -> int:
-    fresh_after = iso_days_ago(FRESH_SECONDS / 86_400)
-    keys = [k for k in await integration_store.keys_to_refresh(db, row["tenant_id"], [row["kind"]], fresh_after,
-                                                               REFRESH_BATCH)
-            if _handles(row, k["key"], first_of_kind)]
-    if not keys:
-        return 0
-    target = _target(config, row)
-    gate = asyncio.Semaphore(REFRESH_CONCURRENCY)
-    refused: list[str] = []
-
-    async def read(key: Row) -> tuple[str, str, str, str, str | None, str | None, str | None, str | None, str]:
-        async with gate:
-            title = status = url = error = None
-            if refused:
-                error = refused[0]
-            else:
-                try:
-                    issue = await outbound.read_issue(http, target, key["key"], seconds=_timeout(config))
-                    title, status, url = issue.title, issue.status, issue.url
-                except TrackerError as exc:
-                    error = str(exc)[:500]
-                    if exc.status in (401, 403):
-                        refused.append(error)  # the rest of the round would be refused the same way
-            return (row["tenant_id"], row["kind"], key["issue_key"], row["id"], title, status, url, error, now_iso())
-
-    rows = await asyncio.gather(*(read(key) for key in keys))
-    async with db.transaction() as tx:
-        await integration_store.save_issues(tx, list(rows))
-    return len(rows)
-
-
-async def refresh_requirements(db: Database, config: Config, tenant_id: str | None = None) -> int:
-    """One round of the refresh job: for each integration that can call its tracker, the requirement
-    keys whose cached title and status are missing or older than an hour. Returns the keys read."""
-    done = 0
-    seen_kinds: set[tuple[str, str]] = set()
-    async with outbound.client(allow_private=_allow_private(config)) as http:
-        for row in await integration_store.outbound_integrations(db):
-            if tenant_id is not None and row["tenant_id"] != tenant_id:
-                continue
-            ready = {**row, "api_token_set": 1}
-            if not outbound_ready(ready):
-                continue
-            first = (row["tenant_id"], row["kind"]) not in seen_kinds
-            seen_kinds.add((row["tenant_id"], row["kind"]))
-            try:
-                done += await _refresh_one(db, config, row, first, http)
-            except TrackerFailed as exc:
-                log.warning("integration %s: requirements not refreshed: %s", row["id"], exc)
-    return done
-
-
-def refresh_soon(db: Database, config: Config, tenant_id: str) -> None:
-    """Starts a refresh of the tenant's requirements in the background (the matrix's "Refresh" button);
-    the page that asked does not wait for the trackers."""
-    task = asyncio.create_task(refresh_requirements(db, config, tenant_id))
-    _pending.add(task)
-    task.add_done_callback(_finished)
-
-
-def _finished(task: asyncio.Task[int]) -> None:
-    _pending.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("tracker refresh failed", exc_info=task.exception())

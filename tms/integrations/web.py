@@ -19,7 +19,7 @@ from litestar.response import Redirect, Template
 from tms.errors import DomainError, NotFound
 from tms.failures.retest import service as retest_service
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
-from tms.integrations import KINDS
+from tms.integrations import KINDS, defects
 from tms.integrations import service as integration_service
 from tms.integrations.models import DefectCreate
 from tms.state import ConfigDep, DatabaseDep, config_of, db_of
@@ -210,10 +210,10 @@ async def _defect_page(request: AnyRequest, result_id: str, *, form: dict[str, s
                        errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, config, tenant_id = db_of(request), config_of(request), tenant_of(request)
     try:
-        proposed, failure = await integration_service.defect_draft(db, config, tenant_id, result_id)
+        proposed, failure = await defects.defect_draft(db, config, tenant_id, result_id)
     except NotFound as exc:
         raise not_found("result") from exc
-    choices = await integration_service.defect_integrations(db, tenant_id)
+    choices = await defects.defect_integrations(db, tenant_id)
     home = f"/results/{result_id}/execute" if failure.result.test_case_id else f"/runs/{failure.run.id}"
     back = safe_next(request.query_params.get("back") or (form or {}).get("back") or home)
     form = form or {"title": proposed.title, "body": proposed.body,
@@ -221,7 +221,7 @@ async def _defect_page(request: AnyRequest, result_id: str, *, form: dict[str, s
     return render(request, "integrations/defect.html", status_code=status_code, active_nav="runs",
                   result=failure.result, run=failure.run, case=failure.case, integrations=choices, form=form,
                   errors=errors or {}, back=back,
-                  failing=failure.result.status in integration_service.FAILING_STATUSES)
+                  failing=failure.result.status in defects.FAILING_STATUSES)
 
 
 @get("/results/{result_id:str}/defect")
@@ -238,7 +238,7 @@ async def create_defect(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
     if body is None:
         return await _defect_page(request, result_id, form=kept, errors=errors, status_code=400)
     try:
-        defect = await integration_service.create_defect(db, config, tenant_of(request),
+        defect = await defects.create_defect(db, config, tenant_of(request),
                                                          result_id, body)
     except NotFound as exc:
         if exc.field != "integration_id":

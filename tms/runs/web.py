@@ -27,7 +27,7 @@ from tms.http.pages import (
     user_of,
 )
 from tms.http.paging import page_offset
-from tms.integrations import service as integration_service
+from tms.integrations import defects
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
@@ -140,7 +140,7 @@ async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: st
                   assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
                   assignee_counts=assignee_counts,
                   can_file_issue=user_of(request).has_role("tester")
-                  and await integration_service.can_create_issues(db, tenant),
+                  and await defects.can_create_issues(db, tenant),
                   open=run.status in run_service.OPEN_STATUSES, history=history,
                   history_names={**names, **({project.id: project.name} if project else {})},
                   can_write=user_of(request).has_role("tester"))

@@ -17,7 +17,7 @@ from tms.config import Config
 from tms.db import Database
 from tms.errors import InvalidInput
 from tms.http.paging import MAX_LIMIT, check_choice, page_window
-from tms.integrations import service as integrations
+from tms.integrations import requirements
 from tms.library.projects import service as projects
 from tms.library.transfer.csvfile import neutralise
 from tms.traceability import store
@@ -120,4 +120,4 @@ async def csv_text(db: Database, tenant_id: str, q: Query) -> str:
 
 def refresh_soon(db: Database, config: Config, tenant_id: str) -> None:
     """Ask the integrations to read the tenant's requirements from the trackers now (in the background)."""
-    integrations.refresh_soon(db, config, tenant_id)
+    requirements.refresh_soon(db, config, tenant_id)

@@ -22,7 +22,7 @@ from tms.attachments import service as attachment_service
 from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
-from tms.integrations import service as integration_service
+from tms.integrations import defects
 from tms.library.cases import store as case_store
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
@@ -73,7 +73,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
             "can_write": user_of(request).has_role("tester"),
             # "Create issue" for a failed or blocked result, when a tracker can take it (issue 27)
             "can_file_issue": user_of(request).has_role("tester")
-            and await integration_service.can_create_issues(db, tenant)}
+            and await defects.can_create_issues(db, tenant)}
 
 
 def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]],
