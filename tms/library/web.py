@@ -26,6 +26,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseUpdate
 from tms.library.cases.web import view_from_query
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.imports import service as import_previews
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
@@ -391,8 +392,8 @@ def _field_rows(old: Any, new: Any, labels: dict[str, str]) -> list[tuple[str, s
     for key in keys:
         before, after = old.custom_fields.get(key), new.custom_fields.get(key)
         if before != after:
-            rows.append((labels.get(key, key), field_service.cell_of(None, before, {}) or "—",
-                         field_service.cell_of(None, after, {}) or "—"))
+            rows.append((labels.get(key, key), field_values.cell_of(None, before, {}) or "—",
+                         field_values.cell_of(None, after, {}) or "—"))
     return rows
 
 

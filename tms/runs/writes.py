@@ -34,7 +34,8 @@ from tms.failures.known_issues.service import Matcher
 from tms.failures.retest import service as retest
 from tms.ids import new_ids
 from tms.library.fields import service as field_service
-from tms.library.fields.service import NO_RESULT_FIELDS, ResultFieldRules
+from tms.library.fields import values as field_values
+from tms.library.fields.values import NO_RESULT_FIELDS, ResultFieldRules
 from tms.notifications import events
 from tms.operations.metrics import INGESTED_RESULTS
 from tms.runs import store as run_store
@@ -92,7 +93,7 @@ def failed_event(run: RunRef, row: LinkedRow | UnlinkedRow, test_case_id: str | 
     return ResultFailedEvent(run_id=run.id, run_name=run.name, project_id=run.project_id, result_id=row.id,
                              test_case_id=test_case_id, test_case_code=test_case_code, title=row.title,
                              error_message=row.error_message, bug_ticket_key=bug_ticket_key,
-                             custom_fields=field_service.decode_values(row.custom_fields),
+                             custom_fields=field_values.decode_values(row.custom_fields),
                              file=row.location_file, line=row.location_line)
 
 
@@ -356,7 +357,7 @@ async def save_one(
                 test_case_id=row["test_case_id"], test_case_code=row["test_case_code"], title=row["title"],
                 error_message=row["error_message"],
                 bug_ticket_key=changes.get("bug_ticket_key", row["bug_ticket_key"]),
-                custom_fields=field_service.decode_values(changes.get("custom_fields", row["custom_fields"])),
+                custom_fields=field_values.decode_values(changes.get("custom_fields", row["custom_fields"])),
                 file=row["file"], line=row["line"])))
         if linked and new_status != "UNKNOWN":
             await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)

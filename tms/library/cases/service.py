@@ -37,6 +37,7 @@ from tms.library.cases.models import (
 )
 from tms.library.fields import service as field_service
 from tms.library.fields import store as field_store
+from tms.library.fields import values as field_values
 from tms.library.gherkin.service import PARSE_THREAD_THRESHOLD, validate_gherkin
 from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
@@ -222,7 +223,7 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
         creates = check_creates(bodies)
     else:
         creates = await asyncio.to_thread(check_creates, bodies)
-    needs_users = any(field_service.needs_users(body.custom_fields) for body in creates)
+    needs_users = any(field_values.needs_users(body.custom_fields) for body in creates)
     users = await field_service.tenant_users(db, tenant_id) if needs_users else None
     async with db.transaction() as tx:
         now = now_iso()
@@ -261,7 +262,7 @@ def _placed(project_id: str | None, section_id: str | None, sections: dict[str, 
 
 async def case_field_values(
     tx: Transaction, tenant_id: str, creates: list[CaseCreate], projects: list[str | None],
-    users: field_service.Users | None,
+    users: field_values.Users | None,
 ) -> list[dict[str, Any]]:
     """Each body's custom field values checked against its project's fields, defaults added (a 400
     naming ``custom_fields.<key>``, with the case's index when there are several)."""
@@ -271,7 +272,7 @@ async def case_field_values(
         if project_id not in fields:
             fields[project_id] = await field_service.fields_of(tx, tenant_id, project_id)
         try:
-            out.append(field_service.merge_case_fields(fields[project_id], {}, body.custom_fields, creating=True,
+            out.append(field_values.merge_case_fields(fields[project_id], {}, body.custom_fields, creating=True,
                                                        users=users))
         except InvalidInput as exc:
             if len(creates) == 1:
@@ -281,7 +282,7 @@ async def case_field_values(
 
 
 async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCreate], now: str, *,
-                         users: field_service.Users | None = None, copy_fields: bool = False,
+                         users: field_values.Users | None = None, copy_fields: bool = False,
                          refuse_ready: bool = False) -> list[Case]:
     """Inserts already checked bodies (see ``check_creates``) in the caller's transaction, with version 1.
 
@@ -318,7 +319,7 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
             case_id, tenant_id, body.code or next(assigned), _clean_title(body.title), body.bdd_content,
             project_id, status, body.priority, body.layer, int(body.is_e2e),
             body.automation_status, _encoder.encode(_clean_tags(body.tags)).decode(),
-            _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_service.encode(fields),
+            _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_values.encode(fields),
         ))
     await case_store.insert_cases(tx, rows)
     await shared_uses.link_cases(tx, tenant_id, [(row[0], row[5], row[4]) for row in rows], new=True)
@@ -503,7 +504,7 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
     else:  # a long Gherkin text is parsed in a worker thread, off the event loop
         changes = await asyncio.to_thread(_encoded_changes, body)
     given_fields = None if body.custom_fields is msgspec.UNSET else body.custom_fields
-    users = await field_service.tenant_users(db, tenant_id) if field_service.needs_users(given_fields) else None
+    users = await field_service.tenant_users(db, tenant_id) if field_values.needs_users(given_fields) else None
     async with db.transaction() as tx:
         row = await find_case_row(tx, tenant_id, id_or_code)
         if row is None:
@@ -515,9 +516,9 @@ async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseU
         await _place_update(tx, tenant_id, row, changes)
         if given_fields is not None:
             fields = await field_service.fields_of(tx, tenant_id, changes.get("project_id", row["project_id"]))
-            merged = field_service.merge_case_fields(fields, _fields_decoder.decode(row["custom_fields"]),
+            merged = field_values.merge_case_fields(fields, _fields_decoder.decode(row["custom_fields"]),
                                                      given_fields, creating=False, users=users)
-            changes["custom_fields"] = field_service.encode(merged)
+            changes["custom_fields"] = field_values.encode(merged)
         changes = {field: value for field, value in changes.items() if row[field] != value}
         if changes.get("status") == "READY" and row["review_state"] != "APPROVED":
             project_id = changes.get("project_id", row["project_id"])

@@ -24,6 +24,7 @@ from tms.library.cases.models import CaseCreate, CaseUpdate
 from tms.library.cases.review import service as review_service
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.gherkin.html import error_lines, highlight
 from tms.library.gherkin.shared import shared_line_numbers
 from tms.library.projects import service as project_service
@@ -274,10 +275,10 @@ async def _form_fields(request: AnyRequest, form: dict[str, str], multi: dict[st
     """Adds the `cf.<key>` inputs of the chosen project's active fields to ``data`` as ``custom_fields``;
     returns the form as a re-rendered page shows it (a multiselect's ticks as a list)."""
     fields = await field_service.fields_of(db_of(request), tenant_of(request), form.get("project_id") or None)
-    values, field_errors = field_service.values_from_form(fields, form, multi)
+    values, field_errors = field_values.values_from_form(fields, form, multi)
     data["custom_fields"] = values
     errors.update(field_errors)
-    return {**form, **field_service.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)})}
+    return {**form, **field_values.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)})}
 
 
 async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, Any], errors: dict[str, str],
@@ -301,7 +302,7 @@ async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, A
 
 
 def _form_from_case(case: Any, fields: dict[str, Any]) -> dict[str, Any]:
-    return {**field_service.form_values(fields, case.custom_fields),
+    return {**field_values.form_values(fields, case.custom_fields),
         "title": case.title, "bdd_content": case.bdd_content, "project_id": case.project_id or "",
         "code": case.code, "status": case.status, "priority": case.priority, "layer": case.layer or "",
         "is_e2e": "on" if case.is_e2e else "", "automation_status": case.automation_status,

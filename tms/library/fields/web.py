@@ -15,6 +15,7 @@ from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, tenant_of
 from tms.library.fields import service as field_service
 from tms.library.fields.models import CustomField, CustomFieldCreate, CustomFieldUpdate
+from tms.library.fields.values import CHOICES
 from tms.library.projects import service as project_service
 from tms.library.projects.web import settings_page
 from tms.state import DatabaseDep, db_of
@@ -84,7 +85,7 @@ async def update_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> R
     field = await _field_or_404(request, field_id)
     form, _ = await form_of(request)
     changes: dict[str, Any] = {"name": form.get("name", "").strip(), "required": form.get("required") == "on"}
-    if field.type in field_service.CHOICES:
+    if field.type in CHOICES:
         changes["options"] = _options(form.get("options", ""))
     if "default" in form:
         changes["default"] = _default(field.type, form["default"])

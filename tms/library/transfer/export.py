@@ -14,6 +14,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases import store as case_store
 from tms.library.cases.models import Ticket
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.fields.models import CustomField
 from tms.library.sections import store as section_store
 from tms.library.sections.service import PATH_SEPARATOR
@@ -68,7 +69,7 @@ def _export_row(row: Row, paths: dict[str, str], columns: FieldColumns) -> list[
         row["code"], row["title"], paths.get(row["section_id"] or "", ""), row["status"], row["priority"],
         row["layer"] or "", "true" if row["is_e2e"] else "false", row["automation_status"], ";".join(tags),
         ";".join(f"{t.source}:{t.key}" for t in tickets), row["bdd_content"],
-        *(field_service.cell_of(field, values.get(field.key), columns.emails) for field in columns.fields),
+        *(field_values.cell_of(field, values.get(field.key), columns.emails) for field in columns.fields),
     )]
 
 
@@ -83,7 +84,7 @@ async def export_csv(
     fields = [f for f in (await field_service.fields_of(db, tenant_id, project_id)).values() if not f.retired]
     emails = {}
     if any(field.type == "user" for field in fields):
-        emails = field_service.user_emails(await field_service.tenant_users(db, tenant_id))
+        emails = field_values.user_emails(await field_service.tenant_users(db, tenant_id))
     columns = FieldColumns(fields, emails)
     yield _csv_line([*COLUMNS, *(f"cf:{field.key}" for field in fields)]).encode()
     if query is not None:

@@ -46,6 +46,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases import store as case_store
 from tms.library.cases.models import CaseCreate
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.fields.models import CustomField
 from tms.library.gherkin.batch import gherkin_errors
 from tms.library.projects import store as project_store
@@ -129,14 +130,14 @@ class FieldRules:
     those the file will create) and, for `user` fields, the tenant's users."""
 
     fields: dict[str, CustomField]
-    users: field_service.Users | None
+    users: field_values.Users | None
     given: bool  # the file has custom field columns: required fields are checked on updates too
 
 
 async def _field_rules(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
-                       users: field_service.Users | None) -> FieldRules:
+                       users: field_values.Users | None) -> FieldRules:
     """400 naming ``file`` for a `cf:` column the project does not define for cases."""
-    fields = field_service.with_inferred(await field_service.fields_of(db, tenant_id, project_id), parsed.inferred)
+    fields = field_values.with_inferred(await field_service.fields_of(db, tenant_id, project_id), parsed.inferred)
     unknown = [key for key in parsed.field_keys if key not in fields]
     if unknown:
         raise InvalidInput(f"the project has no custom field for cases named {', '.join(unknown)} (columns "
@@ -152,8 +153,8 @@ def _row_fields(row: ImportRow, rules: FieldRules, current: dict[str, Any] | Non
     given: dict[str, Any] = {}
     try:
         for key, cell in cells.items():
-            given[key] = field_service.value_from_cell(rules.fields[key], cell)
-        return field_service.merge_case_fields(rules.fields, current or {}, given if rules.given else None,
+            given[key] = field_values.value_from_cell(rules.fields[key], cell)
+        return field_values.merge_case_fields(rules.fields, current or {}, given if rules.given else None,
                                                creating=current is None, users=rules.users)
     except ValueError as exc:
         return f"cf:{key}: {exc}"
@@ -164,7 +165,7 @@ def _row_fields(row: ImportRow, rules: FieldRules, current: dict[str, Any] | Non
 
 async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
                       checked: dict[str, str | None] | None = None,
-                      users: field_service.Users | None = None) -> Plan:
+                      users: field_values.Users | None = None) -> Plan:
     """What the import will do, row by row, without writing anything.
 
     ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
@@ -233,7 +234,7 @@ def _compare(plan: Plan, parsed: Parsed, candidates: list[tuple[ImportRow, CaseC
             plan.creates.append((row, body))
             continue
         new = _stored_values(row, body)
-        new["custom_fields"] = field_service.encode(values)
+        new["custom_fields"] = field_values.encode(values)
         changes = {k: v for k, v in new.items() if old[k] != v}
         if "section_id" in changes and changes["section_id"] == ("path", row.section):
             current = by_path.get(row.section) if row.section else None

@@ -11,7 +11,7 @@ from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
 
 from tms.errors import InvalidInput
-from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.fields.models import CustomField
 from tms.library.transfer.csvfile import (
     MAX_CASE_ID_DIGITS,
@@ -94,8 +94,8 @@ class _Seen:
     def draft(self, key: str) -> CustomField:
         if self.kinds <= {"select", "multiselect"}:
             kind = "multiselect" if "multiselect" in self.kinds else "select"
-            return field_service.draft_field(key, self.name, kind, self.options[:200])
-        return field_service.draft_field(key, self.name, "textarea" if "textarea" in self.kinds else "text", [])
+            return field_values.draft_field(key, self.name, kind, self.options[:200])
+        return field_values.draft_field(key, self.name, "textarea" if "textarea" in self.kinds else "text", [])
 
 
 def _field_key(tag: str) -> str:
@@ -107,13 +107,13 @@ def _field_key(tag: str) -> str:
 def _custom_value(child: Any, key: str, seen: dict[str, _Seen]) -> str:
     """A custom field's value as a CSV cell would hold it, noting its kind (and options) in ``seen``."""
     info = seen.setdefault(key, _Seen(child.tag.removeprefix("custom_").replace("_", " ").strip().capitalize()))
-    values = [" ".join("".join(v.itertext()).split()).replace(field_service.OPTION_SEPARATOR, ",")
+    values = [" ".join("".join(v.itertext()).split()).replace(field_values.OPTION_SEPARATOR, ",")
               for v in child.findall("value")]
     values = [v[:200] for v in values if v]
     if values:
         info.kinds.add("multiselect" if len(values) > 1 else "select")
         info.options += [v for v in values if v not in info.options]
-        return field_service.OPTION_SEPARATOR.join(values)
+        return field_values.OPTION_SEPARATOR.join(values)
     text = "\n".join(t.strip() for t in child.itertext() if t.strip())
     info.kinds.add("textarea" if "\n" in text else "text")
     return text

@@ -20,6 +20,7 @@ from tms.errors import InvalidInput, NotFound
 from tms.ids import now_iso
 from tms.library.cases import store as case_store
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.gherkin.service import count_steps
 from tms.library.shared_steps import service as shared_steps
 from tms.notifications.inbox import service as inbox
@@ -135,7 +136,7 @@ async def update_result(
     # required result fields: when the save gives values or records an outcome (a status but UNKNOWN)
     require = given is not None or body.status not in (msgspec.UNSET, "UNKNOWN")
     rules = (await field_service.result_rules(db, tenant_id, project_id, [given])
-             if project_id and (given is not None or require) else field_service.NO_RESULT_FIELDS)
+             if project_id and (given is not None or require) else field_values.NO_RESULT_FIELDS)
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):
@@ -160,8 +161,8 @@ async def update_result(
             if encoded != row["step_results"]:
                 changes["step_results"] = encoded
         if given is not None or require:
-            values = rules.merged(field_service.decode_values(row["custom_fields"]), given, require=require)
-            encoded_values = field_service.encode(values)
+            values = rules.merged(field_values.decode_values(row["custom_fields"]), given, require=require)
+            encoded_values = field_values.encode(values)
             if encoded_values != (row["custom_fields"] or "{}"):
                 changes["custom_fields"] = encoded_values
         overwritten = (loaded_updated_at is not None and row["updated_at"] != loaded_updated_at)
@@ -177,8 +178,8 @@ async def update_result(
             changes["executed_at"] = now
         diff = {field: [row[field], value] for field, value in changes.items() if field in _FIELDS}
         if "custom_fields" in changes:
-            diff["custom_fields"] = [field_service.decode_values(row["custom_fields"]),
-                                     field_service.decode_values(changes["custom_fields"])]
+            diff["custom_fields"] = [field_values.decode_values(row["custom_fields"]),
+                                     field_values.decode_values(changes["custom_fields"])]
         if "step_results" in changes:
             diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
         await writes.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,

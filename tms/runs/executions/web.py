@@ -26,6 +26,7 @@ from tms.integrations import defects
 from tms.library.cases import store as case_store
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.library.fields.models import CustomField
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
 from tms.runs import store as run_store
@@ -78,10 +79,10 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
 
 def _form_from_row(row: dict[str, Any], steps: dict[int, dict[str, Any]],
                    fields: dict[str, CustomField]) -> dict[str, Any]:
-    values = field_service.decode_values(row["custom_fields"])
+    values = field_values.decode_values(row["custom_fields"])
     if not values:  # a result nobody filled in yet offers the fields' defaults
         values = {f.key: f.default for f in fields.values() if not f.retired and f.default is not None}
-    return {**field_service.form_values(fields, values),
+    return {**field_values.form_values(fields, values),
             "status": row["status"], "comment": row["comment"] or "", "bug_ticket_key": row["bug_ticket_key"] or "",
             "bug_ticket_url": row["bug_ticket_url"] or "", "duration": durations.words(row["duration_ms"] or 0),
             "assignee_id": row["assignee_id"] or "", "loaded_updated_at": row["updated_at"],
@@ -181,11 +182,11 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
     # the result fields: every active one is in the form, so a save gives them all (required ones checked)
     run = await run_store.get_run(db, tenant, row["run_id"])
     fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
-    values, field_errors = field_service.values_from_form(fields, single, multi)
+    values, field_errors = field_values.values_from_form(fields, single, multi)
     errors.update(field_errors)
     patch["custom_fields"] = values
     form.update({name: value for name, value in single.items() if name.startswith("cf.")})  # kept as typed
-    form.update(field_service.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)}))
+    form.update(field_values.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)}))
     if not errors:
         try:
             body = msgspec.convert(patch, ResultPatch)

@@ -17,7 +17,7 @@ from tms.db import Database
 from tms.errors import Conflict, InvalidInput
 from tms.failures.known_issues.service import Matcher
 from tms.ids import new_id, now_iso
-from tms.library.fields.service import ResultFieldRules
+from tms.library.fields.values import ResultFieldRules
 from tms.runs import writes
 from tms.runs.ingest import idempotency as idempotency_store
 from tms.runs.ingest import shards

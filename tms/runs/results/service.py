@@ -18,7 +18,7 @@ from tms.errors import InvalidInput, NotFound
 from tms.http.paging import page_window
 from tms.ids import now_iso
 from tms.library.cases.models import Pagination
-from tms.library.fields import service as field_service
+from tms.library.fields import values as field_values
 from tms.runs import store as run_store
 from tms.runs import writes
 from tms.runs.results import store as result_store
@@ -121,6 +121,6 @@ def result_from_row(row: Row, attachments: list[dict[str, Any]]) -> Result:
     """The API shape; step_results is passed through as the stored JSON text (never re-encoded), and
     custom_fields decoded only when the result holds any."""
     steps = row.pop("step_results", None)
-    values = field_service.decode_values(row.pop("custom_fields", None))
+    values = field_values.decode_values(row.pop("custom_fields", None))
     return Result(**row, attachments=attachments, custom_fields=values,
                   step_results=None if steps is None else msgspec.Raw(steps.encode()))
