@@ -414,7 +414,7 @@ def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
 
 
 def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Tenant) -> None:
-    from tms.attachments.service import sweep_orphans
+    from tms.attachments.collection import sweep_orphans
 
     keep_id = add_result(tenant)
     gone_id = add_result(tenant)
@@ -482,7 +482,7 @@ def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
 
 
 def test_deleting_attachments_of_results_removes_rows_then_files(tenant: Tenant) -> None:
-    from tms.attachments.service import delete_attachment_files_for, delete_attachments_in
+    from tms.attachments.collection import delete_attachment_files_for, delete_attachments_in
 
     first, second = add_result(tenant), add_result(tenant)
     a = upload(tenant.api, first, ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain")).json()["data"]
@@ -518,7 +518,7 @@ def test_results_list_carries_attachments(tenant: Tenant) -> None:
 
 
 def test_swept_unlinked_results_lose_their_attachments(start_server) -> None:
-    from tms.attachments.service import sweep_orphans
+    from tms.attachments.collection import sweep_orphans
 
     server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)

@@ -74,7 +74,7 @@ def key_of(tenant: Tenant, content: bytes) -> str:
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
 def test_upload_download_dedupe_and_delete(kind: str, s3: S3Server, start_server) -> None:
-    from tms.attachments.service import delete_attachment_files_for
+    from tms.attachments.collection import delete_attachment_files_for
 
     env = store_env(kind, s3)
     server = start_server(env=env)
@@ -124,7 +124,7 @@ def test_another_tenants_attachment_is_404(kind: str, s3: S3Server, start_server
 
 
 def test_the_sweep_collects_objects_no_attachment_names(s3: S3Server, start_server) -> None:
-    from tms.attachments.service import sweep_orphans
+    from tms.attachments.collection import sweep_orphans
 
     env = store_env("s3", s3)
     server = start_server(env=env)

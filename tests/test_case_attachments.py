@@ -125,7 +125,7 @@ def test_objects_are_shared_with_results_and_go_with_the_case(tenant: Tenant) ->
 
 
 async def _sweep(db: Any, directory: Path) -> int:
-    from tms.attachments.service import sweep_orphans
+    from tms.attachments.collection import sweep_orphans
 
     return await sweep_orphans(db, LocalStore(directory))
 

@@ -167,8 +167,8 @@ def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server)
     from tms.runs.retention import service as retention
 
     config = load_config(None, {**storage_env(srv.data_dir), "TMS_RETENTION_RUNS_DAYS": "10"})
+    from tms.attachments.collection import settle_pending
     from tms.attachments.objects import store_for
-    from tms.attachments.service import settle_pending
 
     async def sweep(db: Any) -> int:
         removed = await retention.sweep_old_runs(db, store_for(config), 10)

@@ -23,6 +23,7 @@ from litestar.template.config import TemplateConfig
 from tms import __version__
 from tms.ai import web as web_ai
 from tms.attachments import api as attachments_api
+from tms.attachments import collection as attachment_collection
 from tms.attachments import service as attachment_service
 from tms.attachments import web as attachments_web
 from tms.background import run_periodically
@@ -307,7 +308,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             asyncio.create_task(retention.sweep_daily(db, config, attachment_store)),
             asyncio.create_task(
                 run_periodically(
-                    lambda: attachment_service.sweep_orphans(db, attachment_store),
+                    lambda: attachment_collection.sweep_orphans(db, attachment_store),
                     attachment_service.SWEEP_SECONDS,
                     "attachment orphan sweep",
                     db=db,
@@ -337,7 +338,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
         finally:
             await dispatcher.stop()
             await flaky_watcher.idle()
-            await attachment_service.settle_pending()
+            await attachment_collection.settle_pending()
             await inbox_service.settle_mail()
             for task in tasks:
                 task.cancel()

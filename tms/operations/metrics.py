@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge
 
-from tms.attachments import service as attachment_service
+from tms.attachments import collection as attachment_collection
 from tms.db import Database
 
 INGESTED_RESULTS = Counter(
@@ -29,7 +29,7 @@ ATTACHMENT_BYTES = Gauge(
 
 async def refresh_attachment_usage(db: Database) -> None:
     """Sets the per-tenant attachment gauges from the database (a deleted tenant's series disappear)."""
-    usage = await attachment_service.usage_by_tenant(db)
+    usage = await attachment_collection.usage_by_tenant(db)
     ATTACHMENT_OBJECTS.clear()
     ATTACHMENT_BYTES.clear()
     for tenant_id, count, size in usage:

@@ -1,11 +1,12 @@
 """Custom fields: a project's typed fields (create, rename, reorder, retire) and how a `cf.<key>=`
 filter reads (``case_filters``). The rules about a value (its type, options, defaults, required fields,
-unknown and retired keys) are in ``values.py``, which needs no database. A field's key, type and entity never change (values are stored under the key, as
-JSON on the case); retiring a field hides it from forms and refuses new values, and keeps every value
-cases hold. Result fields (entity ``result``) are defined and checked here (``validate_result_fields``);
-storing them on results belongs to the writer of results.
-"""
+unknown and retired keys) are in ``values.py``, which needs no database.
 
+A field's key, type and entity never change (values are stored under the key, as JSON on the case);
+retiring a field hides it from forms and refuses new values, and keeps every value cases hold. Result
+fields (entity ``result``) are defined and checked here (``validate_result_fields``); storing them on
+results belongs to the writer of results.
+"""
 from __future__ import annotations
 
 import math

@@ -5,7 +5,7 @@ from typing import Any
 
 import msgspec
 
-from tms.attachments import service as attachment_service
+from tms.attachments import collection as attachment_collection
 from tms.attachments.objects import AttachmentStore
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
@@ -154,7 +154,7 @@ async def delete_project(db: Database, tenant_id: str, project_id: str,
         counts = {"cases": gone["cases"], "runs": gone["runs"], "attachments": len(object_keys)}
         await audit.record(tx, tenant_id, "project.deleted", "project", project_id, {"name": row["name"], **counts})
         # objects another attachment (of another project) still names stay; the sweep catches a miss
-        attachment_service.forget_after_commit(tx, db, store, object_keys)
+        attachment_collection.forget_after_commit(tx, db, store, object_keys)
     return counts
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from tms.attachments.collection import delete_attachments_in
 from tms.attachments.objects import AttachmentStore
-from tms.attachments.service import delete_attachments_in
 from tms.background import run_periodically
 from tms.config import Config
 from tms.db import Database
