@@ -22,6 +22,7 @@ from rapidfuzz.distance import Indel
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, render, tenant_of, user_of
 from tms.library.cases import bulk as case_bulk
+from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseUpdate
 from tms.library.cases.web import view_from_query
@@ -138,7 +139,7 @@ async def bulk(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     all_matching = form.get("all_matching") == "1"
     if all_matching:
         view = view_from_query(form.get("filter", ""))
-        ids = await case_service.matching_ids(db, tenant, view.query)
+        ids = await case_search.matching_ids(db, tenant, view.query)
     else:
         ids = list(dict.fromkeys(multi.get("ids", [])))
     if not ids:

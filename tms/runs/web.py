@@ -28,6 +28,7 @@ from tms.http.pages import (
 )
 from tms.http.paging import page_offset
 from tms.integrations import defects
+from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
@@ -227,13 +228,13 @@ async def rerun(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template |
     return await _edit_page(request, run, rerun_form=form, rerun_errors=errors, status_code=400)
 
 
-def _filters_from(values: Any, prefix: str = "") -> case_service.CaseQuery:
+def _filters_from(values: Any, prefix: str = "") -> case_search.CaseQuery:
     """The picker's filter (the case list's own query parameters, ``f_``-prefixed when posted back)."""
     def get_value(key: str) -> str:
         return str(values.get(prefix + key) or "").strip()
 
     tag = get_value("tag")[:100]
-    return case_service.CaseQuery(
+    return case_search.CaseQuery(
         q=get_value("q")[:200] or None, project_id=get_value("project_id") or None,
         status=_choice(get_value("status"), STATUSES),
         automation_status=_choice(get_value("automation_status"), AUTOMATION),
@@ -249,13 +250,13 @@ FILTER_FIELDS = ("q", "project_id", "status", "automation_status", "priority", "
 
 async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] | None = None,
                   errors: dict[str, str] | None = None, status_code: int = 200,
-                  filters: case_service.CaseQuery | None = None) -> Template:
+                  filters: case_search.CaseQuery | None = None) -> Template:
     """The case picker: the new-run form, or "Add cases" to an open run."""
     db, tenant = db_of(request), tenant_of(request)
     filters = filters or _filters_from(request.query_params)
     if run is not None:
         filters = dataclasses.replace(filters, project_id=run.project_id)
-    rows, page = await case_service.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
+    rows, page = await case_search.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
     total = page.total
     already = await case_views.in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
     projects = await project_service.list_open_projects(db, tenant)
@@ -283,7 +284,7 @@ async def new_run_page(request: AnyRequest) -> Template:
 async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict[str, list[str]]) -> list[str]:
     if single.get("all_matching"):
         filters = _filters_from(single, "f_")
-        return (await case_service.matching_ids(db_of(request), tenant_of(request), filters))[:MAX_CASES]
+        return (await case_search.matching_ids(db_of(request), tenant_of(request), filters))[:MAX_CASES]
     return list(dict.fromkeys(multi.get("case_ids", [])))
 
 

@@ -7,6 +7,7 @@ from litestar.params import JSONBody
 
 from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
+from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
 from tms.state import DatabaseDep, app_state, db_of
@@ -46,13 +47,13 @@ async def list_cases(
 ) -> CaseList:
     if order not in ("asc", "desc"):
         raise InvalidInput("order must be asc or desc", field="order")
-    query = case_service.CaseQuery(
+    query = case_search.CaseQuery(
         project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
         q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
         needs_retest=needs_retest, sort=sort, descending=order == "desc", fields=field_filters(request),
         review=review, reviewer_id=await _reviewer(request, reviewer_id),
     )
-    cases, pagination = await case_service.list_cases(
+    cases, pagination = await case_search.list_cases(
         db, request.user.tenant_id, limit=limit, offset=offset, query=query
     )
     return CaseList(data=cases, pagination=pagination)

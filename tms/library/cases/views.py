@@ -1,6 +1,6 @@
 """Read-only queries behind the test-case pages: a case's retest flag and result history.
 
-The list and its search are the API's own (tms.library.cases.service.list_cases with a CaseQuery).
+The list and its search are the API's own (tms.library.cases.search.list_cases with a CaseQuery).
 Every query filters on tenant_id.
 """
 

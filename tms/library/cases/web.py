@@ -18,6 +18,7 @@ from tms.attachments import service as attachment_service
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
+from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
@@ -68,7 +69,7 @@ class ListView:
     """The cases page's state, all of it in the URL so a filtered view can be bookmarked and shared."""
 
     params: dict[str, Any]
-    query: case_service.CaseQuery
+    query: case_search.CaseQuery
     limit: int
     offset: int
 
@@ -128,7 +129,7 @@ def view_from_query(query_string: str) -> ListView:
     params.update({f"cf.{key}": value for key, value in fields.items()})
     cols = [c.strip() for value in parsed.get("cols", []) for c in value.split(",") if _FIELD_KEY.match(c.strip())]
     params["cols"] = list(dict.fromkeys(cols))[:20]
-    query = case_service.CaseQuery(
+    query = case_search.CaseQuery(
         project_id=params["project_id"] or None, status=params["status"] or None,
         priority=params["priority"] or None, automation_status=params["automation_status"] or None,
         layer=params["layer"] or None, q=params["q"] or None, tags=tuple(tags),
@@ -192,7 +193,7 @@ async def list_cases(request: AnyRequest, db: DatabaseDep) -> Template:
     db, tenant = db, tenant_of(request)
     view = list_view(request)
     try:
-        cases, pagination = await case_service.list_cases(db, tenant, limit=view.limit, offset=view.offset,
+        cases, pagination = await case_search.list_cases(db, tenant, limit=view.limit, offset=view.offset,
                                                           query=view.query)
     except DomainError:
         cases, pagination = [], None

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from tms.db import Database, Row
-from tms.library.cases import service as case_service
+from tms.library.cases import search as case_search
 from tms.library.cases import store as case_store
 from tms.library.cases.models import Ticket
 from tms.library.fields import service as field_service
@@ -76,7 +76,7 @@ def _export_row(row: Row, paths: dict[str, str], columns: FieldColumns) -> list[
 
 
 async def export_csv(
-    db: Database, tenant_id: str, project_id: str, query: case_service.CaseQuery | None = None
+    db: Database, tenant_id: str, project_id: str, query: case_search.CaseQuery | None = None
 ) -> AsyncIterator[bytes]:
     """The project's cases (or those matching ``query``) as CSV, produced batch by batch: memory stays
     the same whatever the size of the library. The caller checks the project first."""
@@ -88,7 +88,7 @@ async def export_csv(
     columns = FieldColumns(fields, emails)
     yield _csv_line([*COLUMNS, *(f"cf:{field.key}" for field in fields)]).encode()
     if query is not None:
-        ids = await case_service.matching_ids(db, tenant_id, query)
+        ids = await case_search.matching_ids(db, tenant_id, query)
         for start in range(0, len(ids), EXPORT_BATCH):
             rows = await case_store.rows_by_ids(db, tenant_id, ids[start : start + EXPORT_BATCH])
             yield _csv_lines(rows, paths, columns)
