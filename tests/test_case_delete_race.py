@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import Tenant, run_admin
 from tests.test_cases import new_case
 from tests.test_ingest import results_of
+from tms.attachments.objects import LocalStore
 from tms.library.cases import service as case_service
 from tms.runs.ingest import service as ingest_service
 from tms.runs.results import service as result_service
@@ -30,7 +31,9 @@ def delete_after_lookup(monkeypatch: pytest.MonkeyPatch, module: Any, tenant: Te
         found = await original(db, tenant_id, items)
         if not calls:
             calls.append(1)
-            await case_service.delete_case(db, tenant.id, code)
+            # the server's own attachment folder: the case has no files, so nothing leaves it
+            store = LocalStore(tenant.server.data_dir / "attachments")
+            await case_service.delete_case(db, tenant.id, code, store)
         return found
 
     monkeypatch.setattr(module, "resolve_cases", resolve_then_delete)

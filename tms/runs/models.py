@@ -10,6 +10,7 @@ from msgspec import UNSET, UnsetType
 
 from tms.http.fields import Label, Name, RequestBody
 from tms.library.cases.models import Pagination
+from tms.runs.statuses import ResultStatus
 
 RunStatus = Literal["PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED"]
 RUN_STATUSES: tuple[str, ...] = ("PENDING", "IN_PROGRESS", "COMPLETED", "SYNCED")
@@ -37,8 +38,6 @@ class RunUpdate(RequestBody):
     summary: Annotated[str, msgspec.Meta(max_length=20000)] | UnsetType | None = UNSET
 
 
-ResultStatus = Literal["PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN"]
-RESULT_STATUSES: tuple[str, ...] = ("PASSED", "FAILED", "BROKEN", "SKIPPED", "UNKNOWN")
 # the most cases one rerun carries (as many as POST /runs pre-populates)
 RERUN_MAX_CASES = 50_000
 
