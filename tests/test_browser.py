@@ -236,7 +236,7 @@ def test_keyboard_reaches_the_main_navigation(start_server: Callable[..., Server
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     seen = []
-    for _ in range(12):  # the navigation grew (milestones, plans)
+    for _ in range(16):  # the navigation grew (milestones, plans, reviews, the inbox)
         page.keyboard.press("Tab")
         seen.append(page.evaluate("document.activeElement.textContent.trim()"))
     for item in ("Dashboard", "Projects", "Test cases", "Runs", "Settings"):
