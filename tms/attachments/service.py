@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import multipart
@@ -470,8 +470,10 @@ def store_problem(config: Config) -> str | None:
     merely unreachable is not a reason to stay down: ``/readyz`` reports it until it answers."""
     try:
         store = objects.store_for(config)
-        if isinstance(store, objects.S3Store):
-            asyncio.run(store.check_credentials())
+        if store.name == "s3":
+            from tms.attachments.s3 import S3Store  # loaded only when a bucket is configured
+
+            asyncio.run(cast(S3Store, store).check_credentials())
     except ConfigError as exc:
         return str(exc)
     return None
