@@ -35,7 +35,7 @@ from tms.http.api_auth import ApiRequest
 from tms.http.problems import handle_unexpected
 from tms.state import DatabaseDep, app_state, config_of, db_of
 from tms.team.audit.service import Actor, acting_as
-from tms.team.scim import service
+from tms.team.scim import groups, service
 from tms.team.scim.models import MEDIA_TYPE, PROVIDER, UserResource
 from tms.team.tokens.service import verify_token
 
@@ -215,18 +215,18 @@ async def delete_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Non
 @get("/Groups", **SCIM)
 async def list_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(Group, _query_search(request))
-    return _answer(await service.search_groups(db, request.user.tenant_id, _base(request), search))
+    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Groups/.search", **SCIM)
 async def search_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
     search = service.search_request(Group, await _payload(request))
-    return _answer(await service.search_groups(db, request.user.tenant_id, _base(request), search))
+    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Groups", **SCIM)
 async def create_group(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    body = await service.create_group(db, request.user.tenant_id, _base(request), _actor(request),
+    body = await groups.create_group(db, request.user.tenant_id, _base(request), _actor(request),
                                       await _payload(request))
     return _created(body)
 
@@ -235,25 +235,25 @@ async def create_group(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
 async def get_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
     params = service.response_parameters(Group, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
-    return _answer(await service.get_group(db, request.user.tenant_id, _base(request), group_id, params))
+    return _answer(await groups.get_group(db, request.user.tenant_id, _base(request), group_id, params))
 
 
 @put("/Groups/{group_id:str}", **SCIM)
 async def replace_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.replace_group(db, request.user.tenant_id,
+    return _answer(await _write(request, groups.replace_group(db, request.user.tenant_id,
                                                                _base(request), _actor(request), group_id,
                                                                await _payload(request))))
 
 
 @patch("/Groups/{group_id:str}", **SCIM)
 async def patch_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.patch_group(db, request.user.tenant_id, _base(request),
+    return _answer(await _write(request, groups.patch_group(db, request.user.tenant_id, _base(request),
                                                              _actor(request), group_id, await _payload(request))))
 
 
 @delete("/Groups/{group_id:str}", status_code=204, **SCIM)
 async def delete_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> None:
-    await _write(request, service.delete_group(db, request.user.tenant_id, _actor(request), group_id))
+    await _write(request, groups.delete_group(db, request.user.tenant_id, _actor(request), group_id))
 
 
 @post("/.search", **SCIM)

@@ -33,7 +33,6 @@ from pydantic import ValidationError
 from scim2_models import (
     Context,
     Error,
-    Group,
     InvalidFilterException,
     InvalidValueException,
     ListResponse,
@@ -70,7 +69,7 @@ class ScimValidationError(SCIMException):
         self.scim_type = error.scim_type or ""
 
 
-def _validated(model: Any, payload: Any, context: Context) -> Any:
+def validated(model: Any, payload: Any, context: Context) -> Any:
     if not isinstance(payload, dict):
         raise ScimValidationError(Error(status=400, scim_type="invalidSyntax", detail="the body is not a JSON object"))
     try:
@@ -83,7 +82,7 @@ def _validated(model: Any, payload: Any, context: Context) -> Any:
         raise
 
 
-def _dump(resource: Any, params: ResponseParameters[Any] | None = None,
+def dump(resource: Any, params: ResponseParameters[Any] | None = None,
           context: Context = Context.RESOURCE_QUERY_RESPONSE) -> Json:
     with PROVIDER:
         return dict(resource.model_dump(scim_ctx=context, response_parameters=params, mode="json"))
@@ -92,7 +91,7 @@ def _dump(resource: Any, params: ResponseParameters[Any] | None = None,
 def response_parameters(model: Any, attributes: str | None, excluded: str | None) -> ResponseParameters[Any] | None:
     if not attributes and not excluded:
         return None
-    params: ResponseParameters[Any] = _validated(
+    params: ResponseParameters[Any] = validated(
         ResponseParameters[model], {"attributes": attributes, "excludedAttributes": excluded}, Context.DEFAULT)
     return params
 
@@ -152,7 +151,7 @@ def mapped_role(settings: Settings, group_names: Iterable[str]) -> str:
     return max(roles, key=ROLE_ORDER.index) if roles else settings.default_role
 
 
-async def _apply_roles(db: Database, tenant_id: str, actor_id: str, user_ids: Iterable[str]) -> None:
+async def apply_roles(db: Database, tenant_id: str, actor_id: str, user_ids: Iterable[str]) -> None:
     """Gives each user the role their groups map to (through the team service: a demotion revokes)."""
     ids = sorted(set(user_ids))
     if not ids:
@@ -205,7 +204,7 @@ async def _load_user(db: Database, tenant_id: str, user_id: str, base: str) -> A
 
 async def get_user(db: Database, tenant_id: str, base: str, user_id: str,
                    params: ResponseParameters[Any] | None = None) -> Json:
-    return _dump(await _load_user(db, tenant_id, user_id, base), params)
+    return dump(await _load_user(db, tenant_id, user_id, base), params)
 
 
 def _email_of(user: Any, user_id: str) -> str:
@@ -244,7 +243,7 @@ def _stored(user: Any) -> str:
     return msgspec.json.encode(data).decode()
 
 
-def _guard_nul(payload: Any) -> None:
+def guard_nul(payload: Any) -> None:
     from tms.http.bodies import nul_paths  # the one NUL check of request bodies
 
     paths = nul_paths(payload)
@@ -253,8 +252,8 @@ def _guard_nul(payload: Any) -> None:
 
 
 async def create_user(db: Database, tenant_id: str, base: str, actor_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
-    user = _validated(UserResource, payload, Context.RESOURCE_CREATION_REQUEST)
+    guard_nul(payload)
+    user = validated(UserResource, payload, Context.RESOURCE_CREATION_REQUEST)
     fresh_id = new_id()
     email, name, active = _email_of(user, fresh_id), _name_of(user), user.active is not False
     settings = await get_settings(db, tenant_id)
@@ -277,7 +276,7 @@ async def create_user(db: Database, tenant_id: str, base: str, actor_id: str, pa
             **({"adopted": True} if adopted else {"role": settings.default_role})})
     if adopted and account is not None and bool(account["active"]) != active:
         await _set_active(db, tenant_id, actor_id, user_id, active)
-    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_CREATION_RESPONSE)
+    return dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_CREATION_RESPONSE)
 
 
 async def _set_active(db: Database, tenant_id: str, actor_id: str, user_id: str, active: bool) -> None:
@@ -319,25 +318,25 @@ async def _write_user(db: Database, tenant_id: str, actor_id: str, before: Any, 
 
 
 async def replace_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
+    guard_nul(payload)
     before = await _load_user(db, tenant_id, user_id, base)
-    after = _validated(UserResource, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
+    after = validated(UserResource, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
     with PROVIDER:
         after.replace(before)
     after.id = before.id
     await _write_user(db, tenant_id, actor_id, before, after)
-    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
+    return dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
 
 
 async def patch_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
+    guard_nul(payload)
     before = await _load_user(db, tenant_id, user_id, base)
-    patch = _validated(PatchOp[UserResource], payload, Context.RESOURCE_PATCH_REQUEST)
+    patch = validated(PatchOp[UserResource], payload, Context.RESOURCE_PATCH_REQUEST)
     after = before.model_copy(deep=True)
     with PROVIDER:
         patch.patch(after)
     await _write_user(db, tenant_id, actor_id, before, after)
-    return _dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
+    return dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
 
 
 async def delete_user(db: Database, tenant_id: str, actor_id: str, user_id: str) -> None:
@@ -355,141 +354,10 @@ async def delete_user(db: Database, tenant_id: str, actor_id: str, user_id: str)
                                {"email": row["email"], "user_name": row["user_name"]})
 
 
-# --- groups -----------------------------------------------------------------------------------------------
-
-def _group_resource(row: Row, members: list[Row], base: str) -> Group:
-    data: Json = {
-        "id": row["id"], "displayName": row["display_name"],
-        "members": [{"value": m["user_id"], "$ref": f"{base}/Users/{m['user_id']}", "display": m["display"],
-                     "type": "User"} for m in members] or None,
-        "meta": {"resourceType": "Group", "created": row["created_at"], "lastModified": row["updated_at"],
-                 "location": f"{base}/Groups/{row['id']}"},
-    }
-    if row["external_id"] is not None:
-        data["externalId"] = row["external_id"]
-    with PROVIDER:
-        return Group.model_validate(data, scim_ctx=Context.DEFAULT)
-
-
-async def _group_resources(db: Database, tenant_id: str, rows: list[Row], base: str) -> list[Group]:
-    members: dict[str, list[Row]] = {row["id"]: [] for row in rows}
-    for member in await store.members_of_groups(db, tenant_id, list(members)):
-        members[member["group_id"]].append(member)
-    return [_group_resource(row, members[row["id"]], base) for row in rows]
-
-
-async def _load_group(db: Database, tenant_id: str, group_id: str, base: str) -> Group:
-    row = await store.get_group(db, tenant_id, group_id)
-    if row is None:
-        raise NotFoundException(detail=f"Group {group_id} not found")
-    return (await _group_resources(db, tenant_id, [row], base))[0]
-
-
-async def get_group(db: Database, tenant_id: str, base: str, group_id: str,
-                    params: ResponseParameters[Any] | None = None) -> Json:
-    return _dump(await _load_group(db, tenant_id, group_id, base), params)
-
-
-async def _members(db: Database, tenant_id: str, group: Group) -> dict[str, str | None]:
-    """The users a group names (id -> display); each must be a provisioned user of this tenant (groups in
-    groups are not supported: roles come from direct membership)."""
-    members: dict[str, str | None] = {}
-    for member in group.members or []:
-        if member.type not in (None, "User"):
-            raise InvalidValueException(detail="members: only users can be members of a group here")
-        if not member.value:
-            raise InvalidValueException(detail="members: every member needs its value (a User id)")
-        members[str(member.value)] = member.display
-    known = await store.linked_user_ids(db, tenant_id, list(members))
-    missing = [user_id for user_id in members if user_id not in known]
-    if missing:
-        raise InvalidValueException(detail=f"members: no provisioned User {missing[0]}")
-    return members
-
-
-def _display_name(group: Group) -> str:
-    name = (group.display_name or "").strip()
-    if not name:
-        raise InvalidValueException(detail="displayName is required")
-    return name
-
-
-async def create_group(db: Database, tenant_id: str, base: str, actor_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
-    group = _validated(Group, payload, Context.RESOURCE_CREATION_REQUEST)
-    name = _display_name(group)
-    members = await _members(db, tenant_id, group)
-    group_id, now = new_id(), now_iso()
-    async with db.transaction() as tx:
-        await store.insert_group(tx, group_id, tenant_id, name, group.external_id, now)
-        await store.set_members(tx, group_id, members)
-        await audit.record(tx, tenant_id, "group.created", "scim_group", group_id,
-                           {"display_name": name, "members": len(members)})
-    await _apply_roles(db, tenant_id, actor_id, members)
-    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_CREATION_RESPONSE)
-
-
-async def _write_group(db: Database, tenant_id: str, actor_id: str, before: Group, after: Group) -> None:
-    name = _display_name(after)
-    old_members = [str(m.value) for m in before.members or []]
-    members = await _members(db, tenant_id, after)
-    async with db.transaction() as tx:
-        if await store.get_group(tx, tenant_id, str(before.id)) is None:
-            raise NotFoundException(detail=f"Group {before.id} not found")
-        await store.update_group(tx, tenant_id, str(before.id), name, after.external_id, now_iso())
-        await store.set_members(tx, str(before.id), members)
-        changes: dict[str, Any] = audit.changes_between(
-            {"display_name": before.display_name, "external_id": before.external_id},
-            {"display_name": name, "external_id": after.external_id}, ("display_name", "external_id"))
-        added, removed = set(members) - set(old_members), set(old_members) - set(members)
-        if added:
-            changes["members_added"] = sorted(added)
-        if removed:
-            changes["members_removed"] = sorted(removed)
-        if changes:
-            await audit.record(tx, tenant_id, "group.updated", "scim_group", str(before.id), changes)
-    # a renamed group may map to another role: every member is checked
-    await _apply_roles(db, tenant_id, actor_id, [*members, *old_members])
-
-
-async def replace_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
-    before = await _load_group(db, tenant_id, group_id, base)
-    after = _validated(Group, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
-    with PROVIDER:
-        after.replace(before)
-    after.id = before.id
-    await _write_group(db, tenant_id, actor_id, before, after)
-    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
-
-
-async def patch_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
-    _guard_nul(payload)
-    before = await _load_group(db, tenant_id, group_id, base)
-    patch = _validated(PatchOp[Group], payload, Context.RESOURCE_PATCH_REQUEST)
-    after = before.model_copy(deep=True)
-    with PROVIDER:
-        patch.patch(after)
-    await _write_group(db, tenant_id, actor_id, before, after)
-    return _dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
-
-
-async def delete_group(db: Database, tenant_id: str, actor_id: str, group_id: str) -> None:
-    row = await store.get_group(db, tenant_id, group_id)
-    if row is None:
-        raise NotFoundException(detail=f"Group {group_id} not found")
-    members = [m["user_id"] for m in await store.members_of_groups(db, tenant_id, [group_id])]
-    async with db.transaction() as tx:
-        if await store.delete_group(tx, tenant_id, group_id):
-            await audit.record(tx, tenant_id, "group.deleted", "scim_group", group_id,
-                               {"display_name": row["display_name"], "members": len(members)})
-    await _apply_roles(db, tenant_id, actor_id, members)
-
-
 # --- lists and searches -----------------------------------------------------------------------------------
 
 def search_request(model: Any, payload: Any) -> SearchRequest[Any]:
-    return _validated(SearchRequest[model], payload, Context.SEARCH_REQUEST)  # type: ignore[no-any-return]
+    return validated(SearchRequest[model], payload, Context.SEARCH_REQUEST)  # type: ignore[no-any-return]
 
 
 def _user_name_filter(request: SearchRequest[Any]) -> str | None:
@@ -504,7 +372,7 @@ def _user_name_filter(request: SearchRequest[Any]) -> str | None:
     return None
 
 
-def _page(model: Any, request: SearchRequest[Any], resources: list[Any]) -> Json:
+def page_of(model: Any, request: SearchRequest[Any], resources: list[Any]) -> Json:
     if request.filter is not None:
         try:
             resources = [r for r in resources if request.filter.match(r)]
@@ -525,12 +393,7 @@ def _page(model: Any, request: SearchRequest[Any], resources: list[Any]) -> Json
 async def search_users(db: Database, tenant_id: str, base: str, request: SearchRequest[Any]) -> Json:
     user_name = _user_name_filter(request)
     rows = await store.list_users(db, tenant_id, user_name=user_name)
-    return _page(UserResource, request, await _user_resources(db, tenant_id, rows, base))
-
-
-async def search_groups(db: Database, tenant_id: str, base: str, request: SearchRequest[Any]) -> Json:
-    rows = await store.list_groups(db, tenant_id)
-    return _page(Group, request, await _group_resources(db, tenant_id, rows, base))
+    return page_of(UserResource, request, await _user_resources(db, tenant_id, rows, base))
 
 
 def discovery_list(items: list[Any]) -> Json:
