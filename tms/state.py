@@ -1,9 +1,11 @@
 """The objects every request shares (database, config, ...), typed: what ``create_app`` puts in the
-app's state and the one way handlers, guards and middleware reach them.
+app's state and how handlers, guards and middleware reach them.
 
-Litestar's ``State`` is a dict read by attribute, so ``request.app.state.db`` is ``Any`` to the type
-checker. ``AppState`` declares its keys; ``db_of(request)`` / ``config_of(request)`` /
-``app_state(request)`` give them back typed. Use these instead of ``request.app.state.<key>``.
+A route handler names them as parameters, ``db: DatabaseDep`` and ``config: ConfigDep``, and Litestar
+injects them (``dependencies``, registered app-wide by ``create_app``). Guards, middleware and the page
+helpers that take the request use ``db_of(request)`` / ``config_of(request)`` / ``app_state(request)``:
+Litestar's ``State`` is a dict read by attribute (``Any`` to the type checker), and these give the keys
+back typed. Never ``request.app.state.<key>``.
 """
 
 from __future__ import annotations
@@ -74,12 +76,12 @@ def app_state(connection: Connection) -> AppState:
 
 
 def provide_db(state: State) -> Database:
-    """The ``db`` dependency (Litestar ``Provide``): a handler that names a ``db: Database`` parameter gets it."""
+    """The ``db`` dependency (Litestar ``Provide``): a handler that names a ``db: DatabaseDep`` parameter gets it."""
     return cast(AppState, state).db
 
 
 def provide_config(state: State) -> Config:
-    """The ``config`` dependency: a handler that names a ``config: Config`` parameter gets it."""
+    """The ``config`` dependency: a handler that names a ``config: ConfigDep`` parameter gets it."""
     return cast(AppState, state).config
 
 
