@@ -57,14 +57,6 @@ class RunCounts(msgspec.Struct):
     failed: int
     broken: int
     skipped: int
-
-    @staticmethod
-    def of(run: Mapping[str, Any]) -> RunCompletedEvent:
-        """From a run row (``tms.runs.store.COLUMNS``): the one place this event's data is made."""
-        return RunCompletedEvent(
-            run_id=run["id"], run_name=run["name"], project_id=run["project_id"], environment=run["environment"],
-            total=run["results_total"], passed=run["results_passed"], failed=run["results_failed"],
-            broken=run["results_broken"], skipped=run["results_skipped"])
     unknown: int
 
 
