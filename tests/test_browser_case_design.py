@@ -250,6 +250,10 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     case = api.get(f"/api/v1/cases/{pay}").json()["data"]
     assert case["status"] == "READY"
     assert (case["review"]["state"], case["review"]["reviewer_id"]) == ("APPROVED", reviewer.id)
+    # the lead hears of the approval: the bell and the inbox
+    page.goto(f"{base}/notifications")
+    assert page.locator("a.bell").get_attribute("aria-label") == "Notifications, 1 new"
+    assert pay in page.locator("#inbox li[data-kind=review_result]").inner_text()
 
     # --- rerun the failures of the run ---------------------------------------------------------------------
     page.goto(f"{base}/runs/{run}")
