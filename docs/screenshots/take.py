@@ -30,7 +30,7 @@ FEATURE = """@smoke @checkout
 Feature: Checkout
 
   Background:
-    Given a signed-in customer
+    * shared: Sign in
 
   Scenario Outline: Pay with <method>
     Given a cart with "2" items
@@ -69,12 +69,21 @@ def seed(server: ServerProcess, web: httpx.Client, api: httpx.Client) -> dict[st
     web.post("/projects", data={"name": "Mobile app", "environments": "testflight"})
     project_id = api.get("/api/v1/projects").json()["data"][0]["id"]
     web.post(f"/projects/{project_id}/activate")
+    # case design (issue 26): two custom fields and the shared step every case's Background uses
+    api.post("/api/v1/custom-fields", json={"project_id": project_id, "key": "browser", "name": "Browser",
+                                            "type": "select", "options": ["Chrome", "Firefox", "Safari"]})
+    api.post("/api/v1/custom-fields", json={"project_id": project_id, "key": "component", "name": "Component",
+                                            "type": "text"})
+    api.post("/api/v1/shared-steps", json={"project_id": project_id, "name": "Sign in",
+                                           "steps": "Given the shop is open\nAnd a signed-in customer\n"})
     for i, (title, status, automation, priority, layer) in enumerate(CASES):
         api.post("/api/v1/cases", json={
             "title": title, "bdd_content": FEATURE, "project_id": project_id, "status": status,
             "automation_status": automation, "priority": priority, "layer": layer,
             "tags": ["smoke", "checkout"] if i % 2 == 0 else ["payments"],
-            "tickets": [{"key": f"SHOP-1{i}", "source": "JIRA"}]})
+            "tickets": [{"key": f"SHOP-1{i}", "source": "JIRA"}],
+            "custom_fields": {"browser": ("Chrome", "Firefox", "Safari")[i % 3], "component": "checkout"}})
+    web.post("/cases/TC-1/comments", data={"body": "Card numbers for this case are in the **test data** sheet."})
     rnd = random.Random(3)
     run_id = ""
     for n in range(14):
