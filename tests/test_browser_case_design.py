@@ -39,6 +39,13 @@ def _sign_in(page: Any, base: str, address: str, password: str) -> None:  # noqa
     page.wait_for_url(re.compile(r".*/$|.*/\?.*"))
 
 
+def _name_yourself(page: Any, base: str, name: str) -> None:  # noqa: F811
+    page.goto(f"{base}/account")
+    page.get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_selector(".flash-success:has-text('Saved.')")
+
+
 def _add_field(page: Any, name: str, key: str, kind: str, *, entity: str = "case",  # noqa: F811
                options: str = "") -> None:
     page.locator("#f-field_name").fill(name)
@@ -110,6 +117,12 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     project = lead.create_project("Shop", environments=["staging"])["id"]
 
     _sign_in(page, base, lead.email, lead.password)
+    _name_yourself(page, base, "Lena Lead")
+    other = browser.new_context(viewport={"width": 1280, "height": 900})
+    other.set_default_timeout(10_000)
+    tab = other.new_page()
+    _sign_in(tab, base, reviewer.email, reviewer.password)
+    _name_yourself(tab, base, "Rafael Reviewer")
 
     # --- project settings: three fields (one for results) and review required ---------------------------
     page.goto(f"{base}/projects/{project}/edit")
@@ -207,7 +220,7 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     page.locator("#f-body").fill(f"@{reviewer.email} is **step 3** clear enough?")
     page.get_by_role("button", name="Comment", exact=True).click()
     page.wait_for_selector("article.comment .comment-body strong:has-text('step 3')")
-    page.locator("#review-reviewer").select_option(reviewer.id)
+    page.locator("#review-reviewer").select_option(label="Rafael Reviewer (tester)")
     page.get_by_role("button", name="Request review").click()
     page.wait_for_selector(".review-state:has-text('Waiting for review')")
     page.get_by_role("button", name="Approve").click()  # under require_review the author may not approve
@@ -221,18 +234,15 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     assert "Review requested" in request["Subject"] and pay in request["Subject"], request["Subject"]
 
     # --- the reviewer: the bell, the inbox, the approval ---------------------------------------------------
-    other = browser.new_context(viewport={"width": 1280, "height": 900})
-    other.set_default_timeout(10_000)
     try:
-        tab = other.new_page()
-        _sign_in(tab, base, reviewer.email, reviewer.password)
+        tab.goto(f"{base}/")
         assert tab.locator("a.bell").get_attribute("aria-label") == "Notifications, 2 new"
         tab.locator("a.bell").click()
         tab.wait_for_url(f"{base}/notifications")
         items = tab.locator("#inbox li.inbox-item.unread")
         assert items.count() == 2
         assert {items.nth(i).get_attribute("data-kind") for i in range(2)} == {"mention", "review_request"}
-        assert "mentioned you" in tab.locator("#inbox li[data-kind=mention]").inner_text()
+        assert "Lena Lead mentioned you" in tab.locator("#inbox li[data-kind=mention]").inner_text()
         # the titles are link-like buttons: readable on the page, not the top bar's white (a bug this walk found)
         colours = {tab.locator("#inbox button").nth(i).evaluate("e => getComputedStyle(e).color") for i in range(4)}
         assert "rgb(255, 255, 255)" not in colours
@@ -242,7 +252,7 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
         tab.wait_for_url(re.compile(rf".*/cases/{pay}#review$"))
         assert tab.locator("a.bell").get_attribute("aria-label") == "Notifications, 1 new"
         tab.get_by_role("button", name="Approve").click()
-        tab.wait_for_selector(".review-state:has-text('Approved')")
+        tab.wait_for_selector(".review-state:has-text('Approved · Rafael Reviewer')")
         assert "Ready" in tab.locator("section[aria-labelledby=meta-title]").inner_text()
         shot(tab, "case-review")
     finally:
