@@ -3,6 +3,17 @@
     .venv/bin/python docs/screenshots/take.py
 
 Demo data goes in through the web forms and the public API, as a team would create it.
+
+The other images here are taken by the browser tests while they walk the pages; run them with
+`TMS_SCREENSHOTS=docs/screenshots` (in this order, later ones win where two take the same name):
+
+    tests/test_browser_failures.py      compare (clusters: overwritten below)
+    tests/test_browser_library.py       library-tree, case-history-diff
+    tests/test_browser_team.py          team (execute: overwritten below)
+    tests/test_browser_team_day.py      execute, clusters, team-day-run, compare-baseline, flaky
+    tests/test_browser_case_design.py   custom-fields, cases-filtered, execute-shared-step, inbox, case-review
+
+They write other images too (to /tmp/tms-screenshots by default): commit only those the docs show.
 """
 
 from __future__ import annotations
