@@ -12,8 +12,6 @@ The other images here are taken by the browser tests while they walk the pages; 
     tests/test_browser_team.py          team (execute: overwritten below)
     tests/test_browser_team_day.py      execute, clusters, team-day-run, compare-baseline, flaky
     tests/test_browser_case_design.py   custom-fields, cases-filtered, execute-shared-step, inbox, case-review
-
-They write other images too (to /tmp/tms-screenshots by default): commit only those the docs show.
 """
 
 from __future__ import annotations
