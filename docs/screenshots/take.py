@@ -3,6 +3,15 @@
     .venv/bin/python docs/screenshots/take.py
 
 Demo data goes in through the web forms and the public API, as a team would create it.
+
+The other images here are taken by the browser tests while they walk the pages; run them with
+`TMS_SCREENSHOTS=docs/screenshots` (in this order, later ones win where two take the same name):
+
+    tests/test_browser_failures.py      compare (clusters: overwritten below)
+    tests/test_browser_library.py       library-tree, case-history-diff
+    tests/test_browser_team.py          team (execute: overwritten below)
+    tests/test_browser_team_day.py      execute, clusters, team-day-run, compare-baseline, flaky
+    tests/test_browser_case_design.py   custom-fields, cases-filtered, execute-shared-step, inbox, case-review
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ FEATURE = """@smoke @checkout
 Feature: Checkout
 
   Background:
-    Given a signed-in customer
+    * shared: Sign in
 
   Scenario Outline: Pay with <method>
     Given a cart with "2" items
@@ -69,12 +78,21 @@ def seed(server: ServerProcess, web: httpx.Client, api: httpx.Client) -> dict[st
     web.post("/projects", data={"name": "Mobile app", "environments": "testflight"})
     project_id = api.get("/api/v1/projects").json()["data"][0]["id"]
     web.post(f"/projects/{project_id}/activate")
+    # case design (issue 26): two custom fields and the shared step every case's Background uses
+    api.post("/api/v1/custom-fields", json={"project_id": project_id, "key": "browser", "name": "Browser",
+                                            "type": "select", "options": ["Chrome", "Firefox", "Safari"]})
+    api.post("/api/v1/custom-fields", json={"project_id": project_id, "key": "component", "name": "Component",
+                                            "type": "text"})
+    api.post("/api/v1/shared-steps", json={"project_id": project_id, "name": "Sign in",
+                                           "steps": "Given the shop is open\nAnd a signed-in customer\n"})
     for i, (title, status, automation, priority, layer) in enumerate(CASES):
         api.post("/api/v1/cases", json={
             "title": title, "bdd_content": FEATURE, "project_id": project_id, "status": status,
             "automation_status": automation, "priority": priority, "layer": layer,
             "tags": ["smoke", "checkout"] if i % 2 == 0 else ["payments"],
-            "tickets": [{"key": f"SHOP-1{i}", "source": "JIRA"}]})
+            "tickets": [{"key": f"SHOP-1{i}", "source": "JIRA"}],
+            "custom_fields": {"browser": ("Chrome", "Firefox", "Safari")[i % 3], "component": "checkout"}})
+    web.post("/cases/TC-1/comments", data={"body": "Card numbers for this case are in the **test data** sheet."})
     rnd = random.Random(3)
     run_id = ""
     for n in range(14):
