@@ -65,6 +65,7 @@ from tms.notifications import web_api as webhooks_api
 from tms.notifications.dispatcher import Dispatcher
 from tms.notifications.gauge import RequestGauge
 from tms.notifications.inbox import api as inbox_api
+from tms.notifications.inbox import retention as inbox_retention
 from tms.notifications.inbox import service as inbox_service
 from tms.notifications.inbox import web as inbox_web
 from tms.operations import api as operations_api
@@ -306,6 +307,7 @@ def create_app(config: Config, *, setup_token: str | None = None) -> Litestar:
             # shared: once a day across all replicas
             asyncio.create_task(run_periodically(_daily, 24 * 3600, "daily housekeeping", db=db)),
             asyncio.create_task(retention.sweep_daily(db, config, attachment_store)),
+            asyncio.create_task(inbox_retention.prune_daily(db, config)),  # old notifications go
             asyncio.create_task(
                 run_periodically(
                     lambda: attachment_collection.sweep_orphans(db, attachment_store),

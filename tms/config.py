@@ -105,6 +105,10 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0,
         maximum=36_500,
     ),
+    Setting("notifications", "read_days", 90, "Read notifications older than this many days are removed by the "
+            "daily sweep; 0 = keep them.", minimum=0, maximum=36_500),
+    Setting("notifications", "keep_days", 365, "Every notification, read or not, older than this many days is "
+            "removed by the daily sweep; 0 = keep them.", minimum=0, maximum=36_500),
     Setting("webhooks", "timeout_seconds", 10.0, "Timeout of one delivery attempt, in seconds.", minimum=0.001,
             maximum=3600),
     Setting(
@@ -199,6 +203,8 @@ NumberSetting = Literal[
     "attachments.s3_presigned_seconds",
     "retention.unlinked_days",
     "retention.runs_days",
+    "notifications.read_days",
+    "notifications.keep_days",
     "webhooks.max_retries",
     "ai.monthly_quota",
     "flaky.runs",

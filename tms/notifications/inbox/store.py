@@ -70,3 +70,12 @@ async def mail_switch(db: Database | Transaction, user_id: str) -> bool:
 async def set_mail_switch(tx: Transaction, tenant_id: str, user_id: str, on: bool) -> None:
     await tx.execute("UPDATE users SET notify_mail = ? WHERE id = ? AND tenant_id = ?",
                      (1 if on else 0, user_id, tenant_id))
+
+
+async def delete_older(tx: Transaction, before: str, limit: int, *, read_only: bool) -> int:
+    """Deletes up to ``limit`` notifications created before ``before`` (``read_only``: read ones alone),
+    oldest first, over the index notifications_age (notifications_read_age); how many it deleted."""
+    where = "created_at < ?" + (" AND read_at IS NOT NULL" if read_only else "")
+    return await tx.execute(
+        f"DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE {where} "
+        "ORDER BY created_at LIMIT ?)", (before, limit))
