@@ -32,6 +32,7 @@ from tms.library.imports import service as import_previews
 from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import SectionCreate, SectionUpdate
+from tms.library.shared_steps import service as shared_service
 from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
 from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
@@ -442,7 +443,10 @@ async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> T
         fields = [(FIELD_LABELS[f], _shown(old, f, names), _shown(new, f, names)) for f in FIELD_LABELS
                   if msgspec.to_builtins(getattr(old, f)) != msgspec.to_builtins(getattr(new, f))]
         fields += _field_rows(old, new, labels)
-    diff = await cached_diff(tenant, case.id, a, b, old.bdd_content, new.bdd_content) if old and new else None
+    diff = None
+    if old and new:  # each one's Gherkin with the shared steps it used then: their edits show as changes
+        texts = [await shared_service.version_text(v.bdd_content, v.shared_steps) for v in (old, new)]
+        diff = await cached_diff(tenant, case.id, a, b, *texts)
     changed_between = {}
     ordered = sorted(versions, key=lambda v: v.version)
     for before, after in itertools.pairwise(ordered):
@@ -450,6 +454,8 @@ async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> T
             FIELD_LABELS.get(f, "Gherkin") for f in (*FIELD_LABELS, "bdd_content")
             if msgspec.to_builtins(getattr(before, f)) != msgspec.to_builtins(getattr(after, f))]
         changed_between[after.version] += [name for name, _, _ in _field_rows(before, after, labels)]
+        if before.shared_steps != after.shared_steps:
+            changed_between[after.version].append("Shared steps")
     return render(request, "cases/versions.html", active_nav="cases", case=case, versions=versions, a=a, b=b,
                   fields=fields, diff=diff, max_rows=MAX_DIFF_ROWS, changed=changed_between,
                   gherkin_changed=diff is not None and diff.changed)

@@ -140,6 +140,23 @@ class Actor(msgspec.Struct):
     name: str
 
 
+class SharedStepUsed(msgspec.Struct):
+    """A shared step a case version's text used (``* shared: <name>``, or nested in another), as it was
+    when the version was recorded."""
+
+    name: str
+    version: int
+    steps: str
+
+
+_shared_steps_decoder = msgspec.json.Decoder(list[SharedStepUsed])
+
+
+def decode_shared_steps(stored: str | None) -> list[SharedStepUsed]:
+    """case_versions.shared_steps as read back (NULL: none recorded)."""
+    return _shared_steps_decoder.decode(stored) if stored else []
+
+
 class CaseVersion(msgspec.Struct):
     version: int
     code: str
@@ -157,6 +174,8 @@ class CaseVersion(msgspec.Struct):
     changed_by: Actor
     created_at: str
     custom_fields: dict[str, Any] = msgspec.field(default_factory=dict)
+    # the shared steps its text used, as they were then (none recorded for versions before migration 0044)
+    shared_steps: list[SharedStepUsed] = msgspec.field(default_factory=list)
 
 
 class CaseVersionList(msgspec.Struct):

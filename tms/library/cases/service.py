@@ -31,6 +31,7 @@ from tms.library.cases.models import (
     Pagination,
     Review,
     Ticket,
+    decode_shared_steps,
 )
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
@@ -443,6 +444,7 @@ def version_from_row(row: Row) -> CaseVersion:
         project_id=row["project_id"],
         changed_by=Actor(type=row["actor_type"], id=row["actor_id"], name=row["actor_name"]),
         created_at=row["created_at"], custom_fields=_fields_decoder.decode(row.get("custom_fields") or "{}"),
+        shared_steps=decode_shared_steps(row.get("shared_steps")),
     )
 
 

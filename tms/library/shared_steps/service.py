@@ -12,6 +12,7 @@ The case side (links kept on a case's save, expansion for reading) is ``uses``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -21,7 +22,7 @@ from tms.errors import Conflict, InvalidInput, NotFound
 from tms.http.paging import page_window
 from tms.ids import new_id, now_iso
 from tms.library.cases import service as case_service
-from tms.library.cases.models import Pagination
+from tms.library.cases.models import Pagination, SharedStepUsed
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, PARSE_THREAD_THRESHOLD, validate_gherkin, written_steps
 from tms.library.gherkin.shared import expand, fits_by_lines, names_in, rename_in, validate_steps
 from tms.library.projects import service as project_service
@@ -86,6 +87,17 @@ async def expanded_case_text(db: Database | Transaction, tenant_id: str, project
     """A case's Gherkin with its shared steps expanded: what the case page and the execution view show
     and what ``step_results`` index."""
     return await uses.expanded(db, tenant_id, project_id, text)
+
+
+async def version_text(text: str, used: Sequence[SharedStepUsed]) -> str:
+    """A case version's Gherkin with the shared steps it used expanded as they were when it was recorded
+    (``used``: the version's ``shared_steps``); as written when it recorded none."""
+    if not used:
+        return text
+    steps = {step.name: step.steps for step in used}
+    if len(text) < PARSE_THREAD_THRESHOLD:
+        return expand(text, steps)
+    return await asyncio.to_thread(expand, text, steps)
 
 
 async def _no_cycle(tx: Transaction, tenant_id: str, project_id: str, name: str, steps: str,
