@@ -36,3 +36,8 @@ UPDATE case_versions SET shared_steps = (
 )
 WHERE case_id IN (SELECT case_id FROM shared_step_uses)
   AND version = (SELECT c.version FROM test_cases c WHERE c.id = case_versions.case_id);
+
+-- Everyone a comment's mentions have notified, over all its edits (JSON array of user ids; NULL: its
+-- mentions): an edit notifies only people never mentioned in it before, so removing a mention and
+-- adding it back does not notify twice.
+ALTER TABLE comments ADD COLUMN notified TEXT;

@@ -146,7 +146,8 @@ async def get_comment(db: Database, tenant_id: str, comment_id: str) -> Comment:
 
 
 async def edit_comment(db: Database, config: Config, tenant_id: str, comment_id: str, body: str) -> Comment:
-    """The author's new text; people it newly mentions are notified (those mentioned before are not again)."""
+    """The author's new text; people it newly mentions are notified: never those an earlier text of it
+    mentioned (a mention removed and added back notifies once)."""
     actor = _author()
     before = await _own(db, tenant_id, comment_id, actor, "edit")
     found = await target(db, tenant_id, before["target_kind"], before["target_id"])
@@ -154,12 +155,13 @@ async def edit_comment(db: Database, config: Config, tenant_id: str, comment_id:
     async with db.transaction() as tx:
         row = await _own(tx, tenant_id, comment_id, actor, "edit")
         if row["body"] != body:
-            earlier = set(msgspec.json.decode(row["mentions"]))
+            earlier: list[str] = msgspec.json.decode(row["notified"] or row["mentions"])
+            notified, told = list(dict.fromkeys([*earlier, *mentioned])), set(earlier)
             await store.update(tx, comment_id, body, checked.html, msgspec.json.encode(mentioned).decode(),
-                               now_iso())
+                               msgspec.json.encode(notified).decode(), now_iso())
             await audit.record(tx, tenant_id, "comment.updated", "comment", comment_id,
                                {"body": [row["body"][:AUDIT_TEXT_MAX], body[:AUDIT_TEXT_MAX]]})
-            await _mention(tx, config, tenant_id, [u for u in mentioned if u not in earlier], actor, found,
+            await _mention(tx, config, tenant_id, [u for u in mentioned if u not in told], actor, found,
                            comment_id)
         saved = await store.get(tx, tenant_id, comment_id)
     assert saved is not None

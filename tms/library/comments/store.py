@@ -8,7 +8,7 @@ from typing import Any
 from tms.db import Database, Row, Transaction
 
 _COLUMNS = ("id, target_kind, target_id, project_id, author_kind, author_id, author_name, body, body_html, "
-            "mentions, created_at, updated_at")
+            "mentions, notified, created_at, updated_at")
 
 
 async def users_by_email(db: Database | Transaction, tenant_id: str, emails: Sequence[str]) -> list[Row]:
@@ -45,9 +45,10 @@ async def page(db: Database, tenant_id: str, target_kind: str, target_id: str, l
     return rows, int(total)
 
 
-async def update(tx: Transaction, comment_id: str, body: str, body_html: str, mentions: str, updated_at: str) -> None:
-    await tx.execute("UPDATE comments SET body = ?, body_html = ?, mentions = ?, updated_at = ? WHERE id = ?",
-                     (body, body_html, mentions, updated_at, comment_id))
+async def update(tx: Transaction, comment_id: str, body: str, body_html: str, mentions: str, notified: str,
+                 updated_at: str) -> None:
+    await tx.execute("UPDATE comments SET body = ?, body_html = ?, mentions = ?, notified = ?, updated_at = ? "
+                     "WHERE id = ?", (body, body_html, mentions, notified, updated_at, comment_id))
 
 
 async def delete(tx: Transaction, comment_id: str) -> None:

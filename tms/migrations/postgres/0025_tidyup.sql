@@ -40,3 +40,8 @@ FROM (
     GROUP BY d.case_id
 ) agg, test_cases c
 WHERE v.case_id = agg.case_id AND c.id = v.case_id AND v.version = c.version;
+
+-- Everyone a comment's mentions have notified, over all its edits (JSON array of user ids; NULL: its
+-- mentions): an edit notifies only people never mentioned in it before, so removing a mention and
+-- adding it back does not notify twice.
+ALTER TABLE comments ADD COLUMN notified TEXT;
