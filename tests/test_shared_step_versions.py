@@ -72,3 +72,52 @@ def test_nested_shared_steps_and_a_rename_are_kept_per_version(tenant: Tenant) -
         ("Login", "* shared: Open shop\nAnd I sign in\n"), ("Open shop", "Given I open the shop on a phone\n")]
     assert [s["name"] for s in versions[3]["shared_steps"]] == ["Open shop", "Sign in"]
     assert "* shared: Sign in" in versions[3]["bdd_content"]
+
+
+def _backfill_statement(dialect: str) -> str:
+    """The statement of migration 0044 (postgres 0025) that fills the current versions' shared steps."""
+    from importlib import resources
+
+    folder = resources.files("tms.migrations")
+    name = "postgres/0025_tidyup.sql" if dialect == "postgres" else "0044_tidyup.sql"
+    sql = folder.joinpath(name).read_text(encoding="utf-8")
+    start = sql.index("WITH RECURSIVE down")
+    return sql[start:sql.index(";", start) + 1]
+
+
+def test_the_migration_fills_each_cases_current_version_from_the_links(tenant: Tenant) -> None:
+    """Versions recorded before migration 0044 have none (NULL); the migration fills each case's current
+    version (the shared steps as they are now are that version's), nested ones included."""
+    from tests import postgres_cluster
+    from tests.conftest import connect_db
+
+    project = tenant.create_project()["id"]
+    define(tenant.api, project, "Open shop", "Given I open the shop\n")
+    login = define(tenant.api, project, "Login", "* shared: Open shop\nAnd I sign in\n")
+    case = case_using(tenant.api, project, "Login").json()["data"]
+    _edit(tenant, login["id"], steps="* shared: Open shop\nAnd I sign in twice\n")
+    with connect_db(tenant.server.db_path) as conn:  # as an upgraded database has them
+        conn.execute("UPDATE case_versions SET shared_steps = NULL WHERE case_id = ?", (case["id"],))
+    assert all(v["shared_steps"] == [] for v in _versions(tenant, case["id"]).values())
+
+    if postgres_cluster.selected():
+        import asyncpg
+
+        url = postgres_cluster.database_url_for(tenant.server.data_dir)
+
+        async def backfill() -> None:
+            conn = await asyncpg.connect(url)
+            try:
+                await conn.execute(_backfill_statement("postgres"))
+            finally:
+                await conn.close()
+
+        postgres_cluster.run_sync(backfill)
+    else:
+        with connect_db(tenant.server.db_path) as conn:
+            conn.execute(_backfill_statement("sqlite"))
+    versions = _versions(tenant, case["id"])
+    assert versions[1]["shared_steps"] == []  # what it used then is not known
+    assert versions[2]["shared_steps"] == [
+        {"name": "Login", "version": 2, "steps": "* shared: Open shop\nAnd I sign in twice\n"},
+        {"name": "Open shop", "version": 1, "steps": "Given I open the shop\n"}]
