@@ -325,10 +325,14 @@ async def _field_page(db: Database, tenant_id: str, field_rows: list[tuple[str, 
 
     case_field_values holds each case's project (migration 0043), so a filter's rows ARE cases of the
     project: the page's rowids come off its index in order and the count is the index range's length,
-    no case row checked (100,000 cases, a value held by 1 in 5: count 60 -> 1 ms). Several filters
-    intersect their rows.
+    no case row checked (100,000 cases, a value held by 1 in 5: count 60 -> 1 ms). More filters keep
+    the first one's rows that are among theirs (an INTERSECT sorted its result again for the page: 38
+    against 10 ms for two filters, 1 in 5 and 1 in 8).
     """
-    matching = " INTERSECT ".join(f"SELECT case_rowid FROM ({sql}) f{n}" for n, (sql, _) in enumerate(field_rows))
+    first, *others = [sql for sql, _ in field_rows]
+    matching = f"SELECT case_rowid FROM ({first}) f"
+    if others:
+        matching += " WHERE " + " AND ".join(f"case_rowid IN ({sql})" for sql in others)
     params = [value for _, values in field_rows for value in values]
     direction = "DESC" if descending else "ASC"
     rows = await db.fetch_all(
