@@ -267,6 +267,39 @@ def test_filter_by_field_value(tenant: Tenant, other_tenant: Tenant) -> None:
     assert other_tenant.api.get("/api/v1/cases", params={"cf.browser": "Safari"}).status_code == 400
 
 
+def test_filter_pages_and_follows_a_moved_case(tenant: Tenant) -> None:
+    """A filter in a project reads its page and total off the values' index (migration 0043): pages in
+    both orders, totals past the page, and a case moved to another project is found there, not here."""
+    here, there = tenant.create_project()["id"], tenant.create_project()["id"]
+    for project in (here, there):
+        define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox"])
+        define(tenant.api, project, "platforms", "multiselect", options=["Linux", "macOS"])
+    ids = [create_case(tenant.api, here, title=f"case {n}", custom_fields={
+        "browser": "Chrome" if n % 2 else "Firefox", "platforms": ["Linux", "macOS"] if n % 3 else ["Linux"]},
+    ).json()["data"]["id"] for n in range(7)]
+
+    def page(project: str, **params: Any) -> tuple[list[str], int]:
+        response = tenant.api.get("/api/v1/cases", params={"project_id": project, "limit": 2, **params})
+        assert response.status_code == 200, response.text
+        return [case["id"] for case in response.json()["data"]], response.json()["pagination"]["total"]
+
+    chrome = [ids[n] for n in (1, 3, 5)]
+    assert page(here, **{"cf.browser": "Chrome"}) == (chrome[:2], 3)
+    assert page(here, **{"cf.browser": "Chrome", "offset": 2}) == (chrome[2:], 3)
+    assert page(here, **{"cf.browser": "Chrome", "order": "desc"}) == (chrome[::-1][:2], 3)
+    assert page(here, **{"cf.browser": "Chrome", "order": "desc", "offset": 2}) == (chrome[:1], 3)
+    # a multiselect named twice counts each case once; two filters intersect
+    assert page(here, **{"cf.platforms": ["Linux", "macOS"], "limit": 50}) == (ids, 7)
+    assert page(here, **{"cf.platforms": "macOS", "cf.browser": "Chrome", "limit": 50}) == ([ids[1], ids[5]], 2)
+    moved = tenant.api.patch(f"/api/v1/cases/{ids[1]}", json={"project_id": there})
+    assert moved.status_code == 200, moved.text
+    assert page(here, **{"cf.browser": "Chrome"}) == ([ids[3], ids[5]], 2)
+    assert page(there, **{"cf.browser": "Chrome"}) == ([ids[1]], 1)
+    # without a project: every project defining the key
+    anywhere = tenant.api.get("/api/v1/cases", params={"cf.browser": "Chrome", "limit": 50}).json()
+    assert sorted(case["id"] for case in anywhere["data"]) == sorted(chrome) and anywhere["pagination"]["total"] == 3
+
+
 # ------------------------------------------------------------------------------------------- import, export
 
 

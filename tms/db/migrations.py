@@ -34,7 +34,8 @@ The pairs so far (docs/DEVELOPING.md, "Database API", has the same table):
     0021_report_schedules         0040_report_schedules
     0022_case_attachments         0041_case_attachments
     0019_case_review              0038_case_review
-    0025_tidyup                   0044_tidyup
+    0024_field_values_project     0043_field_values_project
+    0025_retention_and_version_steps 0044_retention_and_version_steps
 """
 
 from __future__ import annotations

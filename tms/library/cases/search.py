@@ -85,10 +85,12 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
         else:
             section_ids = [section["id"]]
     conditions: list[tuple[str, list[Any]]] = []
+    field_rows: list[tuple[str, list[Any]]] = []
     if query.fields:
         filters = await field_service.case_filters(db, tenant_id, query.project_id,
                                                    {key: list(values) for key, values in query.fields})
-        conditions = [field_store.value_filter(tenant_id, key, texts, numbers) for key, texts, numbers in filters]
+        field_rows = [field_store.value_rows(tenant_id, key, projects, texts, numbers)
+                      for key, projects, texts, numbers in filters]
     check_choice(query.review, REVIEW_STATES, "review")
     if query.review is not None:
         conditions.append(("review_state = ?", [query.review]))
@@ -101,6 +103,7 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
         words=words, tags=[t for t in query.tags if t] or None, section_ids=section_ids,
         section_range=section_range, unfiled=unfiled, needs_retest=query.needs_retest,
         sort=query.sort, descending=query.descending, limit=limit, offset=offset, ids_only=ids_only,
+        field_rows=field_rows,
     )
 
 

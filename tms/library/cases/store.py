@@ -271,6 +271,7 @@ async def search_cases(
     offset: int,
     ids_only: bool = False,
     conditions: list[tuple[str, list[Any]]] | None = None,
+    field_rows: list[tuple[str, list[Any]]] | None = None,
 ) -> tuple[list[Row], int]:
     """A page of the library and the number of cases matching every filter given.
 
@@ -283,8 +284,14 @@ async def search_cases(
       column) index, a section index, or the range of a subtree's paths.
     ``section_range`` = (project_id, low path, high path) of a subtree. ``section_ids`` is checked by
     the caller (it belongs to the tenant). ``conditions`` are more SQL conditions on test_cases with their
-    parameters (custom field filters: each an index range of case_field_values); they take the SQL path.
+    parameters; they take the SQL path. ``field_rows`` are custom field filters, each a ``SELECT case_rowid``
+    of case_field_values (``field_store.value_rows``): alone with a project, they are the page and the count
+    (``_field_page``), else conditions of the SQL path.
     """
+    if field_rows and _fields_alone(equals, words, tags, section_ids, section_range, unfiled, needs_retest,
+                                    sort, conditions, ids_only):
+        return await _field_page(db, tenant_id, field_rows, descending, limit, offset)
+    conditions = [*((f"rowid IN ({sql})", params) for sql, params in field_rows or []), *(conditions or [])]
     extra = sum(1 for k, v in equals.items() if k != "project_id" and v is not None)
     extra += bool(section_ids is not None or section_range is not None or unfiled)
     # PostgreSQL combines its B-tree, case_tags and full-text (GIN) indexes in one bitmap scan by itself:
@@ -299,6 +306,44 @@ async def search_cases(
                                      offset, ids_only)
     return await _sql_page(db, tenant_id, equals, words, tags, section_ids, section_range, unfiled, needs_retest,
                            sort, descending, limit, offset, ids_only, conditions or [])
+
+
+def _fields_alone(equals: dict[str, str | None], words: list[str] | None, tags: list[str] | None,
+                  section_ids: list[str] | None, section_range: tuple[str, str, str] | None, unfiled: bool,
+                  needs_retest: bool | None, sort: str, conditions: list[tuple[str, list[Any]]] | None,
+                  ids_only: bool) -> bool:
+    """Whether custom field filters in one project are the only filters of a list in creation order."""
+    others = any(value is not None for key, value in equals.items() if key != "project_id")
+    return (equals.get("project_id") is not None and not others and not words and not tags and section_ids is None
+            and section_range is None and not unfiled and needs_retest is None and sort == "created_at"
+            and not conditions and not ids_only)
+
+
+async def _field_page(db: Database, tenant_id: str, field_rows: list[tuple[str, list[Any]]], descending: bool,
+                      limit: int, offset: int) -> tuple[list[Row], int]:
+    """A page of the cases matching every custom field filter of one project, and their number.
+
+    case_field_values holds each case's project (migration 0043), so a filter's rows ARE cases of the
+    project: the page's rowids come off its index in order and the count is the index range's length,
+    no case row checked (100,000 cases, a value held by 1 in 5: count 60 -> 1 ms). More filters keep
+    the first one's rows that are among theirs (an INTERSECT sorted its result again for the page: 38
+    against 10 ms for two filters, 1 in 5 and 1 in 8).
+    """
+    first, *others = [sql for sql, _ in field_rows]
+    matching = f"SELECT case_rowid FROM ({first}) f"
+    if others:
+        matching += " WHERE " + " AND ".join(f"case_rowid IN ({sql})" for sql in others)
+    params = [value for _, values in field_rows for value in values]
+    direction = "DESC" if descending else "ASC"
+    rows = await db.fetch_all(
+        f"SELECT {READ_COLUMNS} FROM test_cases WHERE rowid IN (SELECT case_rowid FROM ({matching}) m "
+        f"ORDER BY case_rowid {direction} LIMIT ? OFFSET ?) AND tenant_id = ? ORDER BY rowid {direction}",
+        (*params, limit, offset, tenant_id),
+    )
+    total = _total(rows, limit, offset)
+    if total is None:
+        total = int(await db.fetch_value(f"SELECT COUNT(*) FROM ({matching}) m", params))
+    return rows, total
 
 
 def _total(rows: list[Row], limit: int, offset: int) -> int | None:

@@ -263,15 +263,17 @@ def _flag(text: str) -> str | None:
 
 
 async def case_filters(db: Database, tenant_id: str, project_id: str | None,
-                       raw: Mapping[str, list[str]]) -> list[tuple[str, list[str], list[float]]]:
-    """`cf.<key>=value` filters as (key, texts, numbers): a case matches when its field holds any of
-    them (a multiselect matches when one of its options is named). The key must be a case field of
-    the project (of any project of the tenant without ``project_id``): else a 400 naming ``cf.<key>``."""
+                       raw: Mapping[str, list[str]]) -> list[tuple[str, list[str], list[str], list[float]]]:
+    """`cf.<key>=value` filters as (key, projects, texts, numbers): a case of those projects matches when
+    its field holds any of the values (a multiselect matches when one of its options is named). The key
+    must be a case field of the project (without ``project_id``: of any project of the tenant, and the
+    projects are those defining it): else a 400 naming ``cf.<key>``."""
     out = []
+    project_fields = await fields_of(db, tenant_id, project_id) if project_id is not None and raw else {}
     for key, values in sorted(raw.items()):
         name = f"cf.{key}"
         if project_id is not None:
-            fields = [field for field in (await fields_of(db, tenant_id, project_id)).values() if field.key == key]
+            fields = [project_fields[key]] if key in project_fields else []
         else:
             fields = [field_from_row(row) for row in await field_store.with_key(db, tenant_id, key, "case")]
         if not fields:
@@ -293,7 +295,8 @@ async def case_filters(db: Database, tenant_id: str, project_id: str | None,
                 texts.append(flag)
             if kinds - {"number", "checkbox"}:
                 texts.append(value.strip())
-        out.append((key, list(dict.fromkeys(texts)), list(dict.fromkeys(numbers))))
+        projects = sorted({field.project_id for field in fields})
+        out.append((key, projects, list(dict.fromkeys(texts)), list(dict.fromkeys(numbers))))
     return out
 
 

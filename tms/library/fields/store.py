@@ -1,7 +1,7 @@
 """SQL of custom_fields (the definitions); every query filters on tenant_id.
 
 The values live on the cases (test_cases.custom_fields, JSON) and, one row each, in case_field_values,
-which triggers keep (migration 0031); ``value_filter`` is the condition a `cf.<key>=` filter adds.
+which triggers keep (migrations 0031, 0043); ``value_rows`` are the cases a `cf.<key>=` filter matches.
 """
 
 from __future__ import annotations
@@ -70,16 +70,22 @@ async def update_field(tx: Transaction, tenant_id: str, field_id: str, changes: 
                      (*changes.values(), tenant_id, field_id))
 
 
-def value_filter(tenant_id: str, key: str, texts: list[str], numbers: list[float]) -> tuple[str, list[Any]]:
-    """A condition on test_cases: the case holds one of these values in the field ``key``, each one an
-    index range of case_field_values (text kinds in ``value_text``, numbers in ``value_number``)."""
-    probe = "SELECT case_rowid FROM case_field_values WHERE tenant_id = ? AND field_key = ? AND {} = ?"
+def value_rows(tenant_id: str, key: str, projects: list[str], texts: list[str],
+               numbers: list[float]) -> tuple[str, list[Any]]:
+    """``SELECT case_rowid``: the cases of these projects whose field ``key`` holds one of these values,
+    each (project, value) one range of an index of case_field_values (migration 0043: text kinds in
+    ``value_text``, numbers in ``value_number``). One value of one project is the range itself, in case
+    order; more are a UNION (a multiselect case may hold several of the values: each case once)."""
+    probe = ("SELECT case_rowid FROM case_field_values WHERE tenant_id = ? AND project_id = ? AND field_key = ? "
+             "AND {} = ?")
     tests: list[str] = []
     params: list[Any] = []
     for column, values in (("value_text", texts), ("value_number", numbers)):
         for value in values:
-            tests.append(probe.format(column))
-            params += [tenant_id, key, value]
+            for project_id in projects:
+                tests.append(probe.format(column))
+                params += [tenant_id, project_id, key, value]
     if not tests:
-        return "0 = 1", []
-    return f"rowid IN ({' UNION ALL '.join(tests)})", params
+        return "SELECT case_rowid FROM case_field_values WHERE 0 = 1", []
+    return " UNION ".join(tests), params
+

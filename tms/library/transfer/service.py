@@ -78,17 +78,28 @@ class Plan:
     creates: list[tuple[ImportRow, CaseCreate]] = field(default_factory=list)
     updates: list[tuple[ImportRow, Row, dict[str, Any]]] = field(default_factory=list)
     new_sections: list[tuple[str, ...]] = field(default_factory=list)
+    # what the plan was worked out from (the fields, the stored cases the file names, the sections):
+    # the same read again under the write lock gives the same plan
+    basis: tuple[Any, ...] = ()
 
     @property
     def rejected(self) -> int:
         return len(self.errors)
 
 
+def _workers() -> int:
+    """Worker processes for a big file's Gherkin checks: the cores beside the server's own, at most 4."""
+    return min(4, multiprocessing.cpu_count() - 1)
+
+
 async def _gherkin_errors(texts: list[str]) -> list[str | None]:
-    """Checks many feature texts; big batches in worker processes (the parser is pure Python)."""
-    if len(texts) < PARALLEL_GHERKIN_FROM:
+    """Checks many feature texts (~0.1 ms each on a quiet core); big batches in worker processes (the
+    parser is pure Python) when there are at least 3 cores to spare. A spawned worker takes ~0.3 s to
+    start: on the 2-core VM, 10,000 texts took 8.7-9.5 s in 4 workers and 5.1-6.5 s in one thread
+    (load average 14, bench/custom_fields.py)."""
+    workers = _workers()
+    if len(texts) < PARALLEL_GHERKIN_FROM or workers < 3:
         return await asyncio.to_thread(gherkin_errors, texts)
-    workers = max(2, min(4, multiprocessing.cpu_count()))
     size = -(-len(texts) // workers)
     chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
     loop = asyncio.get_running_loop()
@@ -165,12 +176,14 @@ def _row_fields(row: ImportRow, rules: FieldRules, current: dict[str, Any] | Non
 
 async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
                       checked: dict[str, str | None] | None = None,
-                      users: field_values.Users | None = None) -> Plan:
+                      users: field_values.Users | None = None, earlier: Plan | None = None) -> Plan:
     """What the import will do, row by row, without writing anything.
 
     ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
-    write transaction, after a first plan outside it, then parses no text a second time. ``users``
-    (``field_service.tenant_users``) is needed when the file gives values to `user` fields.
+    write transaction, after a first plan outside it, then parses no text a second time; and when what
+    the ``earlier`` plan was worked out from reads the same, that plan is the answer (no second
+    comparison of every row). ``users`` (``field_service.tenant_users``) is needed when the file gives
+    values to `user` fields.
     """
     checked = {} if checked is None else checked
     rules = await _field_rules(db, tenant_id, project_id, parsed, users)
@@ -179,13 +192,16 @@ async def plan_import(db: Database | Transaction, tenant_id: str, project_id: st
     candidates = await asyncio.to_thread(_candidates, parsed, plan)
     existing = {r["code"]: r for r in await case_store.rows_by_codes(
         db, tenant_id, [b.code for _, b in candidates if b.code is not None])}
+    sections = await section_store.list_for_project(db, tenant_id, project_id)
+    plan.basis = (rules.fields, existing, sections)
+    if earlier is not None and earlier.basis == plan.basis:
+        return earlier
     # only texts that differ from the stored case need the parser (a re-import skips most of them)
     to_check = [(row, body) for row, body in candidates
                 if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
     unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
     checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
     bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
-    sections = await section_store.list_for_project(db, tenant_id, project_id)
     await asyncio.to_thread(_compare, plan, parsed, candidates, existing, bad, sections, rules)
     return plan
 
@@ -314,7 +330,7 @@ async def import_cases(
     # planned again under the write lock (the library may have changed meanwhile), but the slow part,
     # parsing the Gherkin texts, was done above without holding it
     async with db.transaction() as tx:
-        plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users)
+        plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users, earlier=plan)
         await _apply(tx, tenant_id, project_id, plan, parsed)
     return _result(plan)
 

@@ -1,5 +1,5 @@
 -- Issue 26's leftovers: notifications age out, result comments go with their results, and a case
--- version keeps the text of the shared steps it used. PostgreSQL: postgres/0025_tidyup.sql.
+-- version keeps the text of the shared steps it used. PostgreSQL: postgres/0025_retention_and_version_steps.sql.
 
 -- The notifications' retention (tms.notifications.inbox.retention): every notification older than
 -- notifications.keep_days, and read ones older than notifications.read_days, removed in batches by age.
