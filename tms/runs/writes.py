@@ -19,8 +19,10 @@ flag, the audit entry, the case version (``tms.runs.results.store.upsert_linked`
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Literal, NamedTuple
 
 import msgspec
@@ -34,7 +36,6 @@ from tms.failures.known_issues.service import Matcher
 from tms.failures.retest import service as retest
 from tms.ids import new_ids
 from tms.library.fields import service as field_service
-from tms.library.fields import values as field_values
 from tms.library.fields.values import NO_RESULT_FIELDS, ResultFieldRules
 from tms.notifications import events
 from tms.operations.metrics import INGESTED_RESULTS
@@ -53,6 +54,7 @@ Source = Literal["automated", "manual"]
 _SLOT = {status: RunCounts._fields.index(status.lower())
          for status in RESULT_STATUSES}
 _MANUAL = RunCounts._fields.index("manual")
+_STATUS_SOURCE = attrgetter("status", "source")
 
 
 class Tally:
@@ -64,11 +66,17 @@ class Tally:
         self._values = [0] * len(RunCounts._fields)
 
     def add(self, status: str, source: str, sign: int = 1) -> None:
+        """One result of this status and source more (``sign`` -1: one less; or that many)."""
         values = self._values
         values[0] += sign
         values[_SLOT[status]] += sign
         if source == "manual":
             values[_MANUAL] += sign
+
+    def add_rows(self, rows: Iterable[LinkedRow] | Iterable[UnlinkedRow]) -> None:
+        """``add`` of every row, counted in C (a batch's 80,000 unlinked rows: no Python call per row)."""
+        for (status, source), count in Counter(map(_STATUS_SOURCE, rows)).items():
+            self.add(status, source, count)
 
     def counts(self) -> RunCounts:
         return RunCounts(*self._values)
@@ -93,7 +101,7 @@ def failed_event(run: RunRef, row: LinkedRow | UnlinkedRow, test_case_id: str | 
     return ResultFailedEvent(run_id=run.id, run_name=run.name, project_id=run.project_id, result_id=row.id,
                              test_case_id=test_case_id, test_case_code=test_case_code, title=row.title,
                              error_message=row.error_message, bug_ticket_key=bug_ticket_key,
-                             custom_fields=field_values.decode_values(row.custom_fields),
+                             custom_fields=msgspec.Raw(row.custom_fields),
                              file=row.location_file, line=row.location_line)
 
 
@@ -229,9 +237,9 @@ def settle(batch: Batch, run: RunRef, stored: Mapping[str, Current]) -> Settled:
         if before is not None:
             tally.add(before.status, before.source, -1)
         tally.add(now_held.status, now_held.source)
+    tally.add_rows(batch.unlinked)
     for added, index, item_bug in zip(batch.unlinked, batch.unlinked_at, batch.unlinked_bugs, strict=True):
         result_ids[index] = added.id
-        tally.add(added.status, added.source)
         if added.status == "FAILED":
             failed.append(failed_event(run, added, None, None, item_bug))
     return Settled(tally.counts(), failed, result_ids)
@@ -357,7 +365,7 @@ async def save_one(
                 test_case_id=row["test_case_id"], test_case_code=row["test_case_code"], title=row["title"],
                 error_message=row["error_message"],
                 bug_ticket_key=changes.get("bug_ticket_key", row["bug_ticket_key"]),
-                custom_fields=field_values.decode_values(changes.get("custom_fields", row["custom_fields"])),
+                custom_fields=msgspec.Raw(changes.get("custom_fields", row["custom_fields"]) or "{}"),
                 file=row["file"], line=row["line"])))
         if linked and new_status != "UNKNOWN":
             await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)
