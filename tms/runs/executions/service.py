@@ -18,7 +18,7 @@ from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.ids import now_iso
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
 from tms.library.gherkin.service import count_steps
@@ -103,7 +103,7 @@ async def checklist_text(db: Database | Transaction, tenant_id: str, case: Row |
 
 
 async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | None) -> str | None:
-    case = None if case_id is None else await case_store.get_case(db, tenant_id, case_id)
+    case = None if case_id is None else await case_service.case_row(db, tenant_id, case_id)
     return await checklist_text(db, tenant_id, case)
 
 

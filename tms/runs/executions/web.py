@@ -23,7 +23,7 @@ from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.integrations import defects
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
@@ -53,7 +53,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     if not linked:
         raise not_found("test case result")
     run = await run_store.get_run(db, tenant, row["run_id"])
-    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    case = await case_service.case_row(db, tenant, row["test_case_id"])
     fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
     case_files = await attachment_service.case_attachments(db, tenant, case["id"]) if case else []
@@ -169,7 +169,7 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
         raise not_found("result") from exc
     if not linked:
         raise not_found("test case result")
-    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    case = await case_service.case_row(db, tenant, row["test_case_id"])
     single, multi = await form_of(request)
     # the form holds one page of the checklist: its size is counted (off the event loop when long,
     # never expanded), and the stored marks of the other pages are kept

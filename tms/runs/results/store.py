@@ -268,6 +268,17 @@ async def shift_unlinked_counts(tx: Transaction, by_project: Mapping[tuple[str, 
     )
 
 
+async def cases_held(db: Database, tenant_id: str, run_id: str, case_ids: list[str]) -> set[str]:
+    """Which of these cases the run already holds (the case picker greys them out; a page of cases)."""
+    if not case_ids:
+        return set()
+    marks = ",".join("?" * len(case_ids))
+    rows = await db.fetch_all(
+        f"SELECT test_case_id FROM test_results WHERE run_id = ? AND tenant_id = ? AND test_case_id IN ({marks})",
+        (run_id, tenant_id, *case_ids))
+    return {row["test_case_id"] for row in rows}
+
+
 async def current_for_cases(tx: Transaction, run_id: str, case_ids: list[str]) -> dict[str, Current]:
     """test_case_id -> (result id, status, source) of the run's existing rows for these cases.
 
