@@ -6,7 +6,8 @@ Entry points, each a thin caller:
   ``prepare`` (rows built and stamped, before the write transaction: known-issue patterns already
   matched in a worker thread by ``matcher_ahead``), ``settle`` (ids, counts and events against what the
   run holds) and ``store_batch`` (one transaction);
-- one result changed by hand (``PATCH /results/{id}``, the execution view): ``save_one``;
+- one result changed by hand (``PATCH /results/{id}``, the execution view): ``save_one``, in the
+  sibling module ``tms.runs.write_one`` (split off to keep each under ~400 lines);
 - a run filled with or emptied of cases: ``add_placeholders`` / ``remove_cases``; bulk assignment:
   ``assign``; the retention sweep: ``delete_of_run`` / ``sweep_unlinked``; a project's deletion
   (``tms.library.projects.service``): ``delete_of_project``.
@@ -23,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -49,7 +50,6 @@ from tms.runs.statuses import FAILING, RESULT_STATUSES
 from tms.runs.store import RunCounts
 from tms.team.audit import service as audit
 
-Source = Literal["automated", "manual"]
 # where a result of each status is counted in RunCounts (total is 0, manual the last)
 _SLOT = {status: RunCounts._fields.index(status.lower())
          for status in RESULT_STATUSES}
@@ -105,7 +105,7 @@ def failed_event(run: RunRef, row: LinkedRow | UnlinkedRow, test_case_id: str | 
                              file=row.location_file, line=row.location_line)
 
 
-def _data(event: msgspec.Struct) -> dict[str, Any]:
+def event_data(event: msgspec.Struct) -> dict[str, Any]:
     return msgspec.structs.asdict(event)
 
 
@@ -286,11 +286,11 @@ async def store_batch(
     flaky.touch_after_commit(tx, db, tenant_id, run.project_id)
     if new_run is None:
         await run_store.add_results(tx, tenant_id, run.id, settled.counts, now)
-    await events.emit_many(tx, db, tenant_id, "test_run_result.failed", [_data(e) for e in settled.failed])
+    await events.emit_many(tx, db, tenant_id, "test_run_result.failed", [event_data(e) for e in settled.failed])
     if new_run is not None and new_run.status == "COMPLETED":
         stored_run = {"id": run.id, "name": run.name, "project_id": run.project_id, "environment": run.environment,
                       **dict(zip(run_store.COUNT_COLUMNS, settled.counts, strict=True))}
-        await events.emit(tx, db, tenant_id, "test_run.completed", _data(RunCompletedEvent.of(stored_run)))
+        await events.emit(tx, db, tenant_id, "test_run.completed", event_data(RunCompletedEvent.of(stored_run)))
     # one entry for the whole batch, with counts: never one per result
     created = {} if new_run is not None else {"created": settled.counts.total}
     await audit.record(tx, tenant_id, audit_action, "run", run.id, {
@@ -298,80 +298,6 @@ async def store_batch(
         "rejected": len(batch.errors), "failed": len(settled.failed)})
     stored = batch.stored
     tx.after_commit(lambda: INGESTED_RESULTS.inc(stored))
-
-
-# ---- one result by hand ----------------------------------------------------------------------------
-
-class StoredResult(NamedTuple):
-    """One stored result as a manual save reads it (``tms.runs.executions.store.get_result``)."""
-
-    row: Row
-    linked: bool
-
-
-async def save_one(
-    tx: Transaction, db: Database, tenant_id: str, stored: StoredResult, changes: dict[str, Any], now: str, *,
-    source: Source, matcher: Matcher, audit_changes: Mapping[str, Any],
-) -> None:
-    """Applies ``changes`` (columns of ``results.store.UPDATABLE``, ``updated_at`` included) to one result
-    in the caller's transaction, with every side effect of a result written by hand: a new status gets its
-    fingerprint or loses it (and a known issue's bug; ``matcher`` was matched ahead), the run's counts
-    move (a real result moves a PENDING run to IN_PROGRESS), test_run_result.failed fires when the result
-    becomes FAILED, the retest flag clears, the flaky re-check runs after commit, the audit entry.
-    ``source`` is the result's source from now on when the save sets its outcome (status or steps)."""
-    row, linked = stored
-    old_source = row["source"]
-    if ("status" in changes or "step_results" in changes) and source != old_source:
-        changes["source"] = source
-    new_status: str | None = changes.get("status")
-    run_row = await run_store.get_run(tx, tenant_id, row["run_id"])
-    assert run_row is not None
-    run = RunRef.of(run_row)
-    # a tester's failure is fingerprinted by its failed step and note, and stays out of the first-seen
-    # tables (``new`` and the top clusters are about automated results): a new note restamps it too
-    manual = None
-    if changes.get("source", old_source) == "manual":
-        manual = failures.ManualFailure(case_id=row.get("test_case_id"),
-                                        step_results=changes.get("step_results", row.get("step_results")),
-                                        comment=changes.get("comment", row.get("comment")))
-    status_now: str = new_status if new_status is not None else row["status"]
-    notes_changed = manual is not None and status_now in FAILING and (
-        "step_results" in changes or "comment" in changes)
-    if new_status is not None or notes_changed:
-        key = changes.get("bug_ticket_key", row["bug_ticket_key"])
-        url = changes.get("bug_ticket_url", row["bug_ticket_url"])
-        stamper = failures.Stamper(matcher)
-        fingerprint, stamped_key, stamped_url = await failures.stamp_one(
-            tx, tenant_id, stamper, status_now, row["error_message"], row["error_stack"], key, url, manual=manual)
-        await failures.record(tx, tenant_id, run.project_id, run.id, now, stamper)
-        changes["fingerprint"] = fingerprint
-        if stamped_key != key:
-            changes["bug_ticket_key"], changes["bug_ticket_url"] = stamped_key, stamped_url
-    await result_store.update_one(tx, tenant_id, row["id"], linked, changes)
-    source_now = changes.get("source", old_source)
-    if new_status is not None or source_now != old_source:
-        tally = Tally()
-        tally.add(row["status"], old_source, -1)
-        tally.add(new_status if new_status is not None else row["status"], str(source_now))
-        if new_status is not None and new_status != "UNKNOWN":
-            # a real result: moves a PENDING run to IN_PROGRESS like any reported result
-            await run_store.add_results(tx, tenant_id, run.id, tally.counts(), now)
-        else:
-            await run_store.shift_counts(tx, tenant_id, run.id, tally.counts(), now)
-    if new_status is not None:
-        if new_status == "FAILED" and row["status"] != "FAILED":
-            await events.emit(tx, db, tenant_id, "test_run_result.failed", _data(ResultFailedEvent(
-                run_id=run.id, run_name=run.name, project_id=run.project_id, result_id=row["id"],
-                test_case_id=row["test_case_id"], test_case_code=row["test_case_code"], title=row["title"],
-                error_message=row["error_message"],
-                bug_ticket_key=changes.get("bug_ticket_key", row["bug_ticket_key"]),
-                custom_fields=msgspec.Raw(changes.get("custom_fields", row["custom_fields"]) or "{}"),
-                file=row["file"], line=row["line"])))
-        if linked and new_status != "UNKNOWN":
-            await retest.clear_after_results(tx, tenant_id, [(row["test_case_id"], now)], now)
-        flaky.touch_after_commit(tx, db, tenant_id, run.project_id)
-    await audit.record(tx, tenant_id, "result.updated", "result", row["id"],
-                       {**audit_changes, "run_id": [None, row["run_id"]]})
 
 
 # ---- placeholders, removal, assignment, retention ----------------------------------------------------

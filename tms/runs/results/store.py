@@ -521,7 +521,7 @@ async def delete_for_cases(tx: Transaction, tenant_id: str, run_id: str, case_id
     return [Current(row["id"], row["status"], row["source"]) for row in rows]
 
 
-# One result changed by hand (tms.runs.writes.save_one): the columns a manual save may set
+# One result changed by hand (tms.runs.write_one.save_one): the columns a manual save may set
 UPDATABLE = frozenset({"status", "comment", "bug_ticket_key", "bug_ticket_url", "assignee_id", "step_results",
                        "duration_ms", "executed_at", "updated_at", "updated_by", "fingerprint", "source",
                        "custom_fields"})
