@@ -102,7 +102,7 @@ class RunCasesEnvelope(msgspec.Struct):
     data: RunCasesChange
 
 
-class ResultFailedEvent(msgspec.Struct, kw_only=True):
+class ResultFailedEvent(msgspec.Struct, kw_only=True, gc=False):  # gc: no cycles, only texts
     """``data`` of test_run_result.failed: the contract's fields (made by ``tms.runs.writes``), and, added
     by issues 26 and 24, the result's custom field values and the test's source location."""
 
@@ -115,7 +115,9 @@ class ResultFailedEvent(msgspec.Struct, kw_only=True):
     title: str | None
     error_message: str | None
     bug_ticket_key: str | None
-    custom_fields: dict[str, Any] = {}
+    # the values as stored (a JSON object, checked when written), sent verbatim: no decode per event, and
+    # no dict per event for the GC to track through an ingest's thousands of failures
+    custom_fields: msgspec.Raw = msgspec.Raw(b"{}")
     file: str | None = None
     line: int | None = None
 

@@ -11,9 +11,8 @@ from tms.db import Database, Row, Transaction
 from tms.errors import Conflict, InvalidInput, NotFound, TooLarge
 from tms.http.paging import check_choice, page_window
 from tms.ids import new_id, new_ids, now_iso
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.library.cases.models import CODE_PATTERN, Pagination
-from tms.library.projects import store as project_store
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
 from tms.runs import store as run_store
@@ -67,7 +66,10 @@ def completed_event(run: Row) -> dict[str, Any]:
 async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
     """The project a new run (POST /runs, ingest, a plan) goes into: an unknown project (or another
     tenant's) is a missing resource, 404 as for ids in paths; an archived one refuses new runs, 409."""
-    exists, archived_at = await project_store.archived_at(db, tenant_id, project_id)
+    # here: the projects service imports tms.runs.writes, which imports tms.failures, which imports this module
+    from tms.library.projects import service as project_service
+
+    exists, archived_at = await project_service.archived_at(db, tenant_id, project_id)
     if not exists:
         raise NotFound(f"project {project_id} not found", field="project_id")
     if archived_at is not None:
@@ -86,12 +88,12 @@ async def resolve_case_refs(
     # (10,000 cuids would otherwise cost 10,000 missed code probes); whatever that misses, both ways
     codes = [ref for ref in refs if _CODE.match(ref)]
     ids = [ref for ref in refs if not _CODE.match(ref)]
-    by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, codes)} if codes else {}
-    by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, ids)} if ids else {}
+    by_code = {row["code"]: row for row in await case_service.resolve_codes(db, tenant_id, codes)} if codes else {}
+    by_id = {row["id"]: row for row in await case_service.resolve_ids(db, tenant_id, ids)} if ids else {}
     missed = [ref for ref in refs if ref not in by_code and ref not in by_id]
     if missed:
-        by_code.update((row["code"], row) for row in await case_store.resolve_codes(db, tenant_id, missed))
-        by_id.update((row["id"], row) for row in await case_store.resolve_ids(db, tenant_id, missed))
+        by_code.update((row["code"], row) for row in await case_service.resolve_codes(db, tenant_id, missed))
+        by_id.update((row["id"], row) for row in await case_service.resolve_ids(db, tenant_id, missed))
     cases: dict[str, Row] = {}
     unknown = []
     for ref in refs:
@@ -104,6 +106,11 @@ async def resolve_case_refs(
         shown = ", ".join(unknown[:20]) + (" …" if len(unknown) > 20 else "")
         raise InvalidInput(f"{field}: no such test case in this tenant: {shown}", field=field)
     return cases
+
+
+async def cases_in_run(db: Database, tenant_id: str, run_id: str, case_ids: list[str]) -> set[str]:
+    """Which of these cases (a page of the case picker) the run already holds."""
+    return await result_store.cases_held(db, tenant_id, run_id, case_ids)
 
 
 async def create_run(db: Database, tenant_id: str, body: RunCreate) -> Run:

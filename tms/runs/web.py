@@ -30,7 +30,6 @@ from tms.http.paging import page_offset
 from tms.integrations import defects
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
-from tms.library.cases import views as case_views
 from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
 from tms.library.projects import service as project_service
 from tms.planning.milestones import service as milestone_service
@@ -258,7 +257,7 @@ async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] 
         filters = dataclasses.replace(filters, project_id=run.project_id)
     rows, page = await case_search.list_cases(db, tenant, limit=PICK_LIMIT, offset=0, query=filters)
     total = page.total
-    already = await case_views.in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
+    already = await run_service.cases_in_run(db, tenant, run.id, [c.id for c in rows]) if run else set()
     projects = await project_service.list_open_projects(db, tenant)
     form = form or {"name": "", "project_id": filters.project_id or "", "environment": "", "case_ids": [],
                     "all_matching": False, "milestone_id": str(request.query_params.get("milestone_id") or "")}

@@ -476,3 +476,25 @@ async def delete_case(db: Database, tenant_id: str, id_or_code: str, store: Atta
         await case_store.delete_case(tx, tenant_id, row["id"])
         await audit.record(tx, tenant_id, "case.deleted", "case", row["id"],
                            {"code": row["code"], "title": row["title"]})
+
+
+# ---- look-ups for the runs domain (results name cases): the case store stays this domain's own -------
+
+async def case_row(db: Database | Transaction, tenant_id: str, case_id: str) -> Row | None:
+    """A case's stored row by id (None when it is not the tenant's)."""
+    return await case_store.get_case(db, tenant_id, case_id)
+
+
+async def resolve_codes(db: Database | Transaction, tenant_id: str, codes: list[str]) -> list[Row]:
+    """(id, code, title) of the cases with these codes: one query however many."""
+    return await case_store.resolve_codes(db, tenant_id, codes)
+
+
+async def resolve_ids(db: Database | Transaction, tenant_id: str, ids: list[str]) -> list[Row]:
+    """(id, code, title) of the cases with these ids: one query however many."""
+    return await case_store.resolve_ids(db, tenant_id, ids)
+
+
+async def versions_of(db: Database | Transaction, tenant_id: str, ids: list[str]) -> dict[str, int]:
+    """id -> current version of those of these case ids that exist in the tenant (one query)."""
+    return await case_store.versions_of(db, tenant_id, ids)

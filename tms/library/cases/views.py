@@ -27,14 +27,3 @@ async def result_history(db: Database, tenant_id: str, case_id: str, limit: int 
         "WHERE r.tenant_id = ? AND r.test_case_id = ? ORDER BY r.created_at DESC LIMIT ?",
         (tenant_id, case_id, limit),
     )
-
-
-async def in_run(db: Database, tenant_id: str, run_id: str, case_ids: list[str]) -> set[str]:
-    """Which of these cases the run already holds (the picker greys them out)."""
-    if not case_ids:
-        return set()
-    marks = ",".join("?" * len(case_ids))
-    rows = await db.fetch_all(
-        f"SELECT test_case_id FROM test_results WHERE run_id = ? AND tenant_id = ? AND test_case_id IN ({marks})",
-        (run_id, tenant_id, *case_ids))
-    return {row["test_case_id"] for row in rows}

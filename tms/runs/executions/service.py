@@ -18,20 +18,20 @@ from tms.config import Config
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.ids import now_iso
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
 from tms.library.gherkin.service import count_steps
 from tms.library.shared_steps import service as shared_steps
 from tms.notifications.inbox import service as inbox
 from tms.runs import store as run_store
-from tms.runs import writes
+from tms.runs import write_one, writes
 from tms.runs.executions import store
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.results.models import Result
 from tms.runs.results.service import result_from_row
 from tms.runs.statuses import FAILING
-from tms.runs.writes import Source, StoredResult
+from tms.runs.write_one import Source, StoredResult
 from tms.team import store as user_store
 from tms.team.audit import service as audit
 
@@ -103,7 +103,7 @@ async def checklist_text(db: Database | Transaction, tenant_id: str, case: Row |
 
 
 async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | None) -> str | None:
-    case = None if case_id is None else await case_store.get_case(db, tenant_id, case_id)
+    case = None if case_id is None else await case_service.case_row(db, tenant_id, case_id)
     return await checklist_text(db, tenant_id, case)
 
 
@@ -111,7 +111,7 @@ async def update_result(
     db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None,
     source: Source = "manual", config: Config | None = None,
 ) -> Saved:
-    """Applies the fields the body sets (last write wins), written by ``tms.runs.writes.save_one``: a
+    """Applies the fields the body sets (last write wins), written by ``tms.runs.write_one.save_one``: a
     change of status or steps makes the result's ``source`` this one (a person: manual).
     With ``loaded_updated_at`` (the version the caller showed its user), a save over someone else's newer
     change still wins, and the answer says whose change it replaced, so the first tester is told rather
@@ -182,8 +182,8 @@ async def update_result(
                                      field_values.decode_values(changes["custom_fields"])]
         if "step_results" in changes:
             diff["step_results"] = [_count_steps(row["step_results"]), _count_steps(changes["step_results"])]
-        await writes.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,
-                              matcher=matcher, audit_changes=diff)
+        await write_one.save_one(tx, db, tenant_id, StoredResult(row, linked), changes, now, source=source,
+                                 matcher=matcher, audit_changes=diff)
         if config is not None and changes.get("assignee_id"):
             title = row["title"] or row["test_case_code"] or "a result"
             await _notify_assigned(tx, config, tenant_id, changes["assignee_id"], f"'{title}'", run,

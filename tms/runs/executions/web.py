@@ -11,6 +11,7 @@ the page always shows who saved last, so the first tester sees the change when t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -23,7 +24,7 @@ from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.integrations import defects
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.library.comments.web import thread_context
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
@@ -33,7 +34,7 @@ from tms.runs import store as run_store
 from tms.runs.executions import durations
 from tms.runs.executions import service as executions
 from tms.runs.executions import store as execution_store
-from tms.runs.executions.models import ResultPatch
+from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.statuses import LABELS, RESULT_STATUSES
 from tms.state import ConfigDep, DatabaseDep, app_state, db_of
 from tms.team import service as team
@@ -53,7 +54,7 @@ async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> 
     if not linked:
         raise not_found("test case result")
     run = await run_store.get_run(db, tenant, row["run_id"])
-    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    case = await case_service.case_row(db, tenant, row["test_case_id"])
     fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
     case_files = await attachment_service.case_attachments(db, tenant, case["id"]) if case else []
@@ -106,25 +107,34 @@ async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1,
                   **await thread_context(request, "result", context["result"]["id"], comments_offset))
 
 
+# A form field the API's struct (``ResultPatch``, ``StepResult``) refuses, in the tester's words
+_REFUSED = {"status": "Choose the result's status.", "comment": "At most 20,000 characters.",
+            "bug_ticket_key": "At most 100 characters.", "bug_ticket_url": "At most 2,000 characters.",
+            "assignee_id": "Choose someone on the team.", "duration_ms": "Type the time it took, e.g. 1m 30s."}
+_STEP_REFUSED = {"status": "Unknown step status.", "comment": "At most 2,000 characters."}
+_REFUSED_AT = re.compile(r"`\$\.(\w+)")
+
+
+def _refused(exc: msgspec.ValidationError) -> str | None:
+    """The field of the struct msgspec names in its error (``$.comment`` -> ``comment``)."""
+    match = _REFUSED_AT.search(str(exc))
+    return match.group(1) if match else None
+
+
 def _read_form(single: dict[str, str], first: int, last: int,
-               kept: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """(form as typed, patch fields, errors by field): every wrong field is named at once.
+               kept: list[dict[str, Any]]) -> tuple[dict[str, Any], ResultPatch | None, dict[str, str]]:
+    """(form as typed, the patch, errors by field): the form becomes the API's own ``ResultPatch``
+    (``PATCH /results/{id}``), each field converted on its own so that every wrong one is named at once;
+    only what the form alone has is read here (the duration's words, a step's mark and note, a link).
 
     The form holds one page of steps (``first`` .. ``last``); ``kept`` are the stored step results of
     the other pages, saved again unchanged."""
     errors: dict[str, str] = {}
     form: dict[str, Any] = {key: single.get(key, "") for key in ("status", "comment", "bug_ticket_key",
                                                                  "bug_ticket_url", "assignee_id",
-                                                                 "loaded_updated_at")}
-    form["duration"] = single.get("duration", "")
-    if form["status"] not in RESULT_STATUSES:
-        errors["status"] = "Choose the result's status."
-    if len(form["comment"]) > 20_000:
-        errors["comment"] = "At most 20,000 characters."
+                                                                 "loaded_updated_at", "duration")}
     key, url = form["bug_ticket_key"].strip(), form["bug_ticket_url"].strip()
-    if len(key) > 100:
-        errors["bug_ticket_key"] = "At most 100 characters."
-    if url and (not url.lower().startswith(("http://", "https://")) or len(url) > 2000 or " " in url):
+    if url and (not url.lower().startswith(("http://", "https://")) or " " in url):
         errors["bug_ticket_url"] = "Enter an http:// or https:// address."
     duration: int | None = None
     try:
@@ -139,15 +149,15 @@ def _read_form(single: dict[str, str], first: int, last: int,
         notes[index] = note
         if status:
             steps[index] = status
-            if status not in RESULT_STATUSES:
-                errors[f"step_{index}"] = "Unknown step status."
-                continue
-            if len(note) > 2000:
-                errors[f"note_{index}"] = "At most 2,000 characters."
-                continue
             item: dict[str, Any] = {"index": index, "status": status}
             if note.strip():
                 item["comment"] = note.strip()
+            try:
+                msgspec.convert(item, StepResult)
+            except msgspec.ValidationError as exc:
+                name = "note" if _refused(exc) == "comment" else "step"
+                errors[f"{name}_{index}"] = _STEP_REFUSED["comment" if name == "note" else "status"]
+                continue
             step_results.append(item)
         elif note.strip():
             errors[f"step_{index}"] = "Mark the step before adding a note."
@@ -156,7 +166,18 @@ def _read_form(single: dict[str, str], first: int, last: int,
     patch = {"status": form["status"], "comment": form["comment"].strip() or None, "bug_ticket_key": key or None,
              "bug_ticket_url": url or None, "duration_ms": duration, "step_results": step_results or None,
              "assignee_id": form["assignee_id"] or None}
-    return form, patch, errors
+    for name, value in patch.items():
+        if name not in errors and name != "step_results":
+            try:
+                msgspec.convert({name: value}, ResultPatch)
+            except msgspec.ValidationError:
+                errors[name] = _REFUSED[name]
+    if errors:
+        return form, None, errors
+    try:
+        return form, msgspec.convert(patch, ResultPatch), errors
+    except msgspec.ValidationError as exc:
+        return form, None, {"form": str(exc)}
 
 
 @post("/results/{result_id:str}/execute", status_code=303)
@@ -169,7 +190,7 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
         raise not_found("result") from exc
     if not linked:
         raise not_found("test case result")
-    case = await case_store.get_case(db, tenant, row["test_case_id"])
+    case = await case_service.case_row(db, tenant, row["test_case_id"])
     single, multi = await form_of(request)
     # the form holds one page of the checklist: its size is counted (off the event loop when long,
     # never expanded), and the stored marks of the other pages are kept
@@ -184,17 +205,14 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
     fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     values, field_errors = field_values.values_from_form(fields, single, multi)
     errors.update(field_errors)
-    patch["custom_fields"] = values
     form.update({name: value for name, value in single.items() if name.startswith("cf.")})  # kept as typed
     form.update(field_values.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)}))
-    if not errors:
+    if not errors and patch is not None:
         try:
-            body = msgspec.convert(patch, ResultPatch)
-            saved = await executions.update_result(db, tenant_of(request), result_id, body,
+            saved = await executions.update_result(db, tenant_of(request), result_id,
+                                                   msgspec.structs.replace(patch, custom_fields=values),
                                                    loaded_updated_at=form["loaded_updated_at"] or None,
                                                    config=config)
-        except msgspec.ValidationError as exc:
-            errors["form"] = str(exc)
         except DomainError as exc:
             errors[exc.field or "form"] = exc.detail
     if errors:

@@ -23,7 +23,7 @@ import msgspec
 from tms.db import Database, Row, Transaction
 from tms.errors import InvalidInput, unreadable_json
 from tms.ids import iso
-from tms.library.cases import store as case_store
+from tms.library.cases import service as case_service
 from tms.runs.results.models import BulkAnswer, ItemError, ResultIn
 from tms.runs.results.store import LinkedRow, UnlinkedRow
 from tms.runs.statuses import RESULT_STATUSES
@@ -117,8 +117,8 @@ async def resolve_cases(db: Database | Transaction, tenant_id: str, items: Seque
     """(by code, by id) of every case the items name: two queries, however many items."""
     codes = {item.test_case_code for item in items if item is not None and item.test_case_code is not None}
     ids = {item.test_case_id for item in items if item is not None and item.test_case_id is not None}
-    by_code = {row["code"]: row for row in await case_store.resolve_codes(db, tenant_id, list(codes))}
-    by_id = {row["id"]: row for row in await case_store.resolve_ids(db, tenant_id, list(ids))}
+    by_code = {row["code"]: row for row in await case_service.resolve_codes(db, tenant_id, list(codes))}
+    by_id = {row["id"]: row for row in await case_service.resolve_ids(db, tenant_id, list(ids))}
     return by_code, by_id
 
 
@@ -134,7 +134,7 @@ async def cases_still_exist(tx: Transaction, tenant_id: str, case_ids: Collectio
 async def case_versions(tx: Transaction, tenant_id: str, case_ids: Collection[str]) -> dict[str, int] | None:
     """Inside the write transaction: the version of every case resolved before it began, or None when
     one of them is gone (as ``cases_still_exist``). Read under the write lock, so exact at the write."""
-    versions = await case_store.versions_of(tx, tenant_id, list(case_ids))
+    versions = await case_service.versions_of(tx, tenant_id, list(case_ids))
     return versions if len(versions) == len(case_ids) else None
 
 
