@@ -79,7 +79,8 @@ def _backfill_statement(dialect: str) -> str:
     from importlib import resources
 
     folder = resources.files("tms.migrations")
-    name = "postgres/0025_retention_and_version_steps.sql" if dialect == "postgres" else "0044_retention_and_version_steps.sql"
+    name = ("postgres/0025_retention_and_version_steps.sql" if dialect == "postgres"
+            else "0044_retention_and_version_steps.sql")
     sql = folder.joinpath(name).read_text(encoding="utf-8")
     start = sql.index("WITH RECURSIVE down")
     return sql[start:sql.index(";", start) + 1]
