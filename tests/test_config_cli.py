@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, ServerProcess, storage_env
-from tms.config import SETTINGS, ConfigError, load_config, sample_toml
+from tms.config import ConfigError, load_config, sample_toml
+from tms.settings import SETTINGS
 
 
 def tms(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None):
@@ -250,12 +251,12 @@ def test_every_setting_is_typed_by_its_default() -> None:
     group (a new setting left out of the groups, or put in the wrong one, fails here)."""
     from typing import get_args
 
-    from tms import config as settings
+    from tms import settings
 
     groups = {str: settings.TextSetting, int: settings.NumberSetting, float: settings.DecimalSetting,
               bool: settings.FlagSetting}
     typed = {name: kind for kind, group in groups.items() for name in get_args(group)}
     assert sum(len(get_args(group)) for group in groups.values()) == len(typed), "a setting is in two groups"
     assert typed == {s.name: type(s.default) for s in settings.SETTINGS}
-    loaded = settings.load_config(None, environ={})
+    loaded = load_config(None, environ={})
     assert all(isinstance(loaded.get(name), kind) for name, kind in typed.items())  # type: ignore[call-overload]
