@@ -22,8 +22,10 @@ from rapidfuzz.distance import Indel
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, render, tenant_of, user_of
 from tms.library.cases import bulk as case_bulk
+from tms.library.cases import history as case_history
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
+from tms.library.cases import update as case_update
 from tms.library.cases.models import CaseUpdate
 from tms.library.cases.web import view_from_query
 from tms.library.fields import service as field_service
@@ -416,7 +418,7 @@ async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> T
     db, tenant = db, tenant_of(request)
     try:
         case = await case_service.get_case(db, tenant, case_id)
-        versions, _ = await case_service.list_versions(db, tenant, case.id, limit=500)
+        versions, _ = await case_history.list_versions(db, tenant, case.id, limit=500)
     except NotFound as exc:
         raise not_found("test case") from exc
     numbers = [v.version for v in versions]
@@ -468,7 +470,7 @@ async def move_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Redir
     if body is None:
         return done(request, f"/cases/{case.code}", "Choose a section.", "error")
     try:
-        updated = await case_service.update_case(db, tenant, case.id, body)
+        updated = await case_update.update_case(db, tenant, case.id, body)
     except DomainError as exc:
         return done(request, f"/cases/{case.code}", exc.detail, "error")
     where = "no section" if not updated.section_id else "the chosen section"

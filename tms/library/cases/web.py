@@ -18,8 +18,10 @@ from tms.attachments import service as attachment_service
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
+from tms.library.cases import history as case_history
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
+from tms.library.cases import update as case_update
 from tms.library.cases import views as case_views
 from tms.library.cases.models import CaseCreate, CaseUpdate
 from tms.library.cases.review import service as review_service
@@ -364,7 +366,7 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
             project = None
     history = await case_views.result_history(db, tenant, case.id)
     retest = await case_views.retest_flag(db, tenant, case.id)
-    versions, _ = await case_service.list_versions(db, tenant, case.id, limit=5)
+    versions, _ = await case_history.list_versions(db, tenant, case.id, limit=5)
     projects = await project_service.list_projects(db, tenant)
     pickable = [g for g in await section_service.pickable(db, tenant, projects) if project and g[0] == project.name]
     section_path = await section_service.path_names(db, tenant, case.section_id)
@@ -403,7 +405,7 @@ async def edit_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Templ
     errors = _humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
         try:
-            updated = await case_service.update_case(db, tenant_of(request), case.id, body)
+            updated = await case_update.update_case(db, tenant_of(request), case.id, body)
         except NotFound as exc:
             if exc.field not in ("project_id", "section_id"):
                 raise not_found("test case") from exc
@@ -425,7 +427,7 @@ async def change_status(request: AnyRequest, db: DatabaseDep, case_id: str) -> R
     if body is None or not changes:
         return done(request, f"/cases/{case.code}", "Choose a listed status.", "error")
     try:
-        await case_service.update_case(db, tenant_of(request), case.id, body)
+        await case_update.update_case(db, tenant_of(request), case.id, body)
     except DomainError as exc:  # READY refused under the project's require_review
         return done(request, f"/cases/{case.code}", exc.detail, "error")
     words = ", ".join(f"{k.replace('_', ' ')} {v.replace('_', ' ').lower()}" for k, v in changes.items())
