@@ -13,7 +13,6 @@ from tms.db import Database, Transaction
 from tms.errors import DomainError
 from tms.failures.known_issues import service as known_issues
 from tms.failures.retest import service as retest
-from tms.failures.retest import store as retest_store
 from tms.ids import iso_days_ago, now_iso
 from tms.integrations import TrackerEvent, UnreadablePayload, trackers
 from tms.integrations import store as integration_store
@@ -76,7 +75,7 @@ async def resolve_bug(
     full, short = link_keys(integration, event)
     # known issues naming this bug close, and the tests failing with their fingerprints join the retest queue
     await known_issues.close_for_bug(tx, db, tenant_id, full, event.bug_key)
-    cases = await retest_store.cases_linked_to_bug(
+    cases = await retest.cases_linked_to_bug(
         tx, tenant_id, full, short, short_key_sources=(integration["kind"], "OTHER")
     )
     if not cases:
