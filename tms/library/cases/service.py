@@ -33,7 +33,7 @@ from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
 from tms.library.shared_steps import uses as shared_uses
 from tms.team.audit import service as audit
-from tms.team.tenants import store as tenant_store
+from tms.team.tenants import service as tenant_service
 from tms.team.tokens import service as token_service
 
 PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
@@ -164,7 +164,7 @@ async def _assign_codes(tx: Transaction, tenant_id: str, count: int) -> list[str
     codes: list[str] = []
     while len(codes) < count:
         need = count - len(codes)
-        first = await tenant_store.next_case_numbers(tx, tenant_id, need)
+        first = await tenant_service.next_case_numbers(tx, tenant_id, need)
         candidates = [f"TC-{n}" for n in range(first, first + need)]
         taken = await case_store.codes_taken(tx, tenant_id, candidates)
         codes.extend(code for code in candidates if code not in taken)
