@@ -19,6 +19,7 @@ from tms.errors import Conflict, InvalidInput, NotFound
 from tms.ids import new_ids, now_iso
 from tms.library.cases import store as case_store
 from tms.library.cases import versions as version_store
+from tms.library.cases import views as case_views
 from tms.library.cases.models import (
     CODE_PATTERN,
     Case,
@@ -335,6 +336,16 @@ async def find_case_row(db: Database | Transaction, tenant_id: str, id_or_code: 
 async def titles_of(db: Database, tenant_id: str, ids: list[str]) -> dict[str, str]:
     """id -> title of these case ids (one query): a linked result reads as its case, not its test path."""
     return {row["id"]: row["title"] for row in await case_store.resolve_ids(db, tenant_id, sorted(set(ids)))}
+
+
+async def result_history(db: Database, tenant_id: str, case_id: str, limit: int = 50) -> list[Row]:
+    """The case's latest results across runs, newest first, with the run they belong to (the case page)."""
+    return await case_views.result_history(db, tenant_id, case_id, limit)
+
+
+async def retest_flag(db: Database, tenant_id: str, case_id: str) -> Row | None:
+    """The case's retest columns: needs_retest, retest_reason, retest_bug_key, retest_flagged_at."""
+    return await case_views.retest_flag(db, tenant_id, case_id)
 
 
 async def get_case(db: Database, tenant_id: str, id_or_code: str) -> Case:

@@ -23,7 +23,6 @@ from tms.library.cases import history as case_history
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases import update as case_update
-from tms.library.cases import views as case_views
 from tms.library.cases.form import SOURCES
 from tms.library.cases.models import CaseCreate, CaseUpdate
 from tms.library.cases.review import service as review_service
@@ -309,8 +308,8 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
             project = await project_service.get_project(db, tenant, case.project_id)
         except NotFound:
             project = None
-    history = await case_views.result_history(db, tenant, case.id)
-    retest = await case_views.retest_flag(db, tenant, case.id)
+    history = await case_service.result_history(db, tenant, case.id)
+    retest = await case_service.retest_flag(db, tenant, case.id)
     versions, _ = await case_history.list_versions(db, tenant, case.id, limit=5)
     projects = await project_service.list_projects(db, tenant)
     pickable = [g for g in await section_service.pickable(db, tenant, projects) if project and g[0] == project.name]
