@@ -161,8 +161,3 @@ async def delete_project(db: Database, tenant_id: str, project_id: str,
 async def requires_review(db: Database | Transaction, tenant_id: str, project_ids: list[str]) -> set[str]:
     """Which of these projects have require_review on."""
     return await project_store.requires_review(db, tenant_id, project_ids)
-
-
-async def archived_at(db: Database | Transaction, tenant_id: str, project_id: str) -> tuple[bool, str | None]:
-    """(exists, archived_at) of a project: one indexed look-up, for the checks before something is added to it."""
-    return await project_store.archived_at(db, tenant_id, project_id)
