@@ -20,6 +20,7 @@ from tms.errors import DomainError, NotFound
 from tms.failures.retest import service as retest_service
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.integrations import KINDS, defects
+from tms.integrations import inbound as tracker_calls
 from tms.integrations import service as integration_service
 from tms.integrations.models import DefectCreate
 from tms.state import ConfigDep, DatabaseDep, config_of, db_of
@@ -35,7 +36,7 @@ MAX_INBOUND_BYTES = 2 * 1024 * 1024
 @post("/{integration_id:str}", status_code=200, include_in_schema=False)
 async def inbound(request: Request[Any, Any, Any], db: DatabaseDep, integration_id: str) -> Response[dict[str, Any]]:
     body = await request.body()
-    receipt = await integration_service.receive(
+    receipt = await tracker_calls.receive(
         db, integration_id, request.headers, dict(request.query_params), body
     )
     return Response(receipt.body(), status_code=receipt.status_code)

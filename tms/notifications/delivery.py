@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 
 from tms import __version__
+from tms.ids import iso, now_iso
 from tms.notifications import signing
 from tms.notifications.safety import TargetRefused, url_problem
+from tms.operations.metrics import DELIVERIES
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = f"TMS-Webhooks/{__version__}"
 ERROR_MAX = 500
@@ -61,6 +68,42 @@ def retry_delay(retry: int, backoff_seconds: float, backoff_factor: float) -> fl
     """
     base = backoff_seconds * backoff_factor ** (retry - 1)
     return base + base * 0.1 * random.random()
+
+
+def iso_at(epoch: float) -> str:
+    return iso(datetime.fromtimestamp(epoch, UTC))
+
+
+def outcome_row(
+    row: dict[str, Any], active: bool, started_at: str, outcome: Outcome, *, max_retries: int,
+    backoff_seconds: float, backoff_factor: float,
+) -> dict[str, Any]:
+    """What an attempt writes to its delivery: delivered; pending with the time of its next retry while
+    retries are left (an active subscription's); or failed. Counted in the deliveries metric."""
+    number = row["attempts"] + 1
+    status, next_attempt_at, delivered_at = "failed", None, None
+    if outcome.ok:
+        status, delivered_at = "delivered", now_iso()
+    elif active:
+        retry = number - row["retry_base"]  # attempt k of this cycle failed: retry k comes next
+        if retry <= max_retries:
+            delay = retry_delay(retry, backoff_seconds, backoff_factor)
+            status, next_attempt_at = "pending", iso_at(time.time() + delay)
+    if not outcome.ok:
+        log.info("webhook delivery %s attempt %d failed (%s); %s", row["id"], number, outcome.error,
+                 f"retry at {next_attempt_at}" if next_attempt_at else "giving up")
+    DELIVERIES.labels(outcome={"delivered": "delivered", "pending": "retrying"}.get(status, "failed")).inc()
+    return {
+        "delivery_id": row["id"],
+        "attempt": number,
+        "started_at": started_at,
+        "duration_ms": outcome.duration_ms,
+        "status_code": outcome.status_code,
+        "error": outcome.error,
+        "status": status,
+        "next_attempt_at": next_attempt_at,
+        "delivered_at": delivered_at,
+    }
 
 
 async def _discard_body(response: httpx.Response) -> None:

@@ -46,17 +46,17 @@ import os
 import secrets
 import socket
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from tms.config import Config
 from tms.db import Database
-from tms.ids import iso, now_iso
+from tms.ids import now_iso
 from tms.notifications import delivery, fanout, store
+from tms.notifications.delivery import iso_at
 from tms.notifications.gauge import RequestGauge
 from tms.notifications.safety import GuardedTransport, make_ssl_context, make_transport
-from tms.operations.metrics import DELIVERIES
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +80,6 @@ def _origin(url: str) -> str:
 
 def _epoch(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
-def _iso_at(epoch: float) -> str:
-    return iso(datetime.fromtimestamp(epoch, UTC))
 
 
 class Dispatcher:
@@ -233,10 +229,10 @@ class Dispatcher:
             now = time.time()
             async with self._db.transaction() as tx:
                 rows = await store.claim_due_deliveries(
-                    tx, self._owner, _iso_at(now), _iso_at(now + self._lease_seconds), quota, room + len(self._known),
+                    tx, self._owner, iso_at(now), iso_at(now + self._lease_seconds), quota, room + len(self._known),
                     stocked,
                 )
-                await store.renew_leases(tx, self._owner, sorted(self._known), _iso_at(now + self._lease_seconds))
+                await store.renew_leases(tx, self._owner, sorted(self._known), iso_at(now + self._lease_seconds))
             loaded: collections.Counter[str] = collections.Counter()
             for row in rows:
                 loaded[row["subscription_id"]] += 1
@@ -318,7 +314,9 @@ class Dispatcher:
                     finally:
                         use[0] -= 1
                         use[1] = time.monotonic()
-                outcome_row = self._outcome_row(row, bool(subscription["active"]), started_at, outcome)
+                outcome_row = delivery.outcome_row(
+                    row, bool(subscription["active"]), started_at, outcome, max_retries=self._max_retries,
+                    backoff_seconds=self._backoff_seconds, backoff_factor=self._backoff_factor)
         except Exception:
             log.exception("webhook delivery %s: attempt failed unexpectedly", delivery_id)
         finally:
@@ -353,34 +351,6 @@ class Dispatcher:
                     task = asyncio.create_task(transport.aclose())
                     self._attempts.add(task)
                     task.add_done_callback(self._attempts.discard)
-
-    def _outcome_row(
-        self, row: dict[str, Any], active: bool, started_at: str, outcome: delivery.Outcome
-    ) -> dict[str, Any]:
-        number = row["attempts"] + 1
-        status, next_attempt_at, delivered_at = "failed", None, None
-        if outcome.ok:
-            status, delivered_at = "delivered", now_iso()
-        elif active:
-            retry = number - row["retry_base"]  # attempt k of this cycle failed: retry k comes next
-            if retry <= self._max_retries:
-                delay = delivery.retry_delay(retry, self._backoff_seconds, self._backoff_factor)
-                status, next_attempt_at = "pending", _iso_at(time.time() + delay)
-        if not outcome.ok:
-            log.info("webhook delivery %s attempt %d failed (%s); %s", row["id"], number, outcome.error,
-                     f"retry at {next_attempt_at}" if next_attempt_at else "giving up")
-        DELIVERIES.labels(outcome={"delivered": "delivered", "pending": "retrying"}.get(status, "failed")).inc()
-        return {
-            "delivery_id": row["id"],
-            "attempt": number,
-            "started_at": started_at,
-            "duration_ms": outcome.duration_ms,
-            "status_code": outcome.status_code,
-            "error": outcome.error,
-            "status": status,
-            "next_attempt_at": next_attempt_at,
-            "delivered_at": delivered_at,
-        }
 
     async def _write_outcomes(self) -> None:
         """Writes finished attempts in batches; only then may their deliveries be picked up again."""

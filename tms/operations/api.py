@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from tms.attachments import service as attachment_service
 from tms.errors import StoreUnavailable
-from tms.operations import store as operations_store
+from tms.operations import service as operations
 from tms.operations.metrics import OUTBOX_BACKLOG, refresh_attachment_usage
 from tms.state import Connection, DatabaseDep, app_state, config_of
 
@@ -47,7 +47,7 @@ def healthz() -> dict[str, str]:
 async def readyz(request: Request[Any, Any, Any], db: DatabaseDep) -> Response[dict[str, str]]:
     try:
         db = db
-        applied = await operations_store.applied_migration_versions(db)
+        applied = await operations.applied_migration_versions(db)
     except Exception as exc:  # any database failure means: not ready
         log.warning("readiness check failed: %s", exc)
         return Response({"status": "unavailable", "detail": "database unreachable"}, status_code=503)
@@ -82,7 +82,7 @@ def metrics_guard(connection: Connection, _handler: BaseRouteHandler) -> None:
 
 @get("/metrics", guards=[metrics_guard], include_in_schema=False)
 async def metrics(request: Request[Any, Any, Any], db: DatabaseDep) -> Response[bytes]:
-    OUTBOX_BACKLOG.set(await operations_store.pending_delivery_count(db))
+    OUTBOX_BACKLOG.set(await operations.pending_delivery_count(db))
     await refresh_attachment_usage(db)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 

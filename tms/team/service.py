@@ -125,6 +125,11 @@ async def invite(db: Database, config: Config, tenant_id: str, tenant_name: str,
     return IssuedLink(link_id, url, expires, mailed)
 
 
+async def pending_invitations(db: Database, tenant_id: str) -> list[Row]:
+    """The tenant's invitations not used and not expired, with who created each (the team page)."""
+    return await user_store.pending_invitations(db, tenant_id, now_iso())
+
+
 async def revoke_invitation(db: Database, tenant_id: str, link_id: str) -> None:
     async with db.transaction() as tx:
         if not await user_store.revoke_links(tx, tenant_id, "invitation", link_id=link_id, at=now_iso()):

@@ -14,11 +14,9 @@ from litestar.response import Redirect, Template
 
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
-from tms.ids import now_iso
 from tms.notifications.inbox import service as inbox
 from tms.state import ConfigDep, DatabaseDep, db_of
 from tms.team import service as team
-from tms.team import store as user_store
 from tms.team.signin.session import needs_role, page_guard
 from tms.team.signin.session_cookie import current_session_key, start_session
 
@@ -37,7 +35,7 @@ async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
     members = await team.list_users(db, tenant)
     template = render(request, "team/index.html", status_code=status_code, active_nav="settings",
                       settings_nav="team", members=members, issued=issued, form=form or {"role": "tester"},
-                      errors=errors or {}, invitations=await user_store.pending_invitations(db, tenant, now_iso()),
+                      errors=errors or {}, invitations=await team.pending_invitations(db, tenant),
                       roles=team.ASSIGNABLE_ROLES, me=user_of(request))
     if issued:
         template.headers["Cache-Control"] = "no-store"
@@ -77,7 +75,7 @@ async def _confirm_page(request: AnyRequest, user_id: str, *, action: str, role:
     """What deactivating or demoting the member would revoke, with the button that does it."""
     try:
         revocation = await team.what_is_revoked(db_of(request), tenant_of(request), user_id)
-        member = await user_store.get_member(db_of(request), tenant_of(request), user_id)
+        member = await team.get_member(db_of(request), tenant_of(request), user_id)
     except NotFound as exc:
         raise not_found("user") from exc
     return render(request, "team/confirm.html", active_nav="settings", settings_nav="team", member=member,
@@ -100,7 +98,7 @@ async def change_role(request: AnyRequest, db: DatabaseDep, user_id: str) -> Tem
     me = user_of(request)
     if (role in team.ASSIGNABLE_ROLES and team.below_admin(role)
             and await _needs_confirmation(request, user_id, single.get("confirmed") == "1")):
-        member = await user_store.get_member(db, tenant_of(request), user_id)
+        member = await team.get_member(db, tenant_of(request), user_id)
         if member is not None and member["role"] not in ("owner", role):
             return await _confirm_page(request, user_id, action="role", role=role)
     try:

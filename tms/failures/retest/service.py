@@ -27,6 +27,14 @@ MANUAL_REASON = "flagged by hand"
 _LOOKUP_LIMIT = 1000
 
 
+async def cases_linked_to_bug(tx: Transaction | Database, tenant_id: str, keys: Iterable[str],
+                              short_keys: Iterable[str] = (), short_key_sources: Iterable[str] = ()) -> list[Row]:
+    """The tenant's cases linked to a bug (its key in their tickets or their results' bug key): id, code,
+    project_id, needs_retest, retest_flagged_at. ``short_keys`` ('#12') count only in tickets of one of
+    ``short_key_sources`` (see ``store.cases_linked_to_bug``)."""
+    return await retest_store.cases_linked_to_bug(tx, tenant_id, keys, short_keys, short_key_sources)
+
+
 def retest_required_data(row: Row, reason: str, bug_key: str | None, flagged_at: str) -> dict[str, Any]:
     """``data`` of retest.required, exactly the contract's fields."""
     return {

@@ -7,8 +7,10 @@ from litestar.params import JSONBody
 
 from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
+from tms.library.cases import history as case_history
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
+from tms.library.cases import update as case_update
 from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
 from tms.state import DatabaseDep, app_state, db_of
 
@@ -87,7 +89,7 @@ async def get_case(request: ApiRequest, db: DatabaseDep, case_id: str) -> CaseEn
 async def update_case(
     request: ApiRequest, db: DatabaseDep, case_id: str, data: JSONBody[CaseUpdate]
 ) -> CaseEnvelope:
-    case = await case_service.update_case(db, request.user.tenant_id, case_id, data)
+    case = await case_update.update_case(db, request.user.tenant_id, case_id, data)
     return CaseEnvelope(data=case)
 
 
@@ -101,7 +103,7 @@ async def delete_case(request: ApiRequest, db: DatabaseDep, case_id: str) -> Non
 async def list_versions(
     request: ApiRequest, db: DatabaseDep, case_id: str, limit: int | None = None, offset: int | None = None
 ) -> CaseVersionList:
-    versions, pagination = await case_service.list_versions(
+    versions, pagination = await case_history.list_versions(
         db, request.user.tenant_id, case_id, limit=limit, offset=offset
     )
     return CaseVersionList(data=versions, pagination=pagination)

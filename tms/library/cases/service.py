@@ -16,22 +16,16 @@ from tms.attachments import service as attachment_service
 from tms.attachments.objects import AttachmentStore
 from tms.db import Database, Row, Transaction
 from tms.errors import Conflict, InvalidInput, NotFound
-from tms.failures.retest.service import set_needs_retest
-from tms.http.paging import page_window
 from tms.ids import new_ids, now_iso
 from tms.library.cases import store as case_store
 from tms.library.cases import versions as version_store
+from tms.library.cases import views as case_views
 from tms.library.cases.models import (
     CODE_PATTERN,
-    Actor,
     Case,
     CaseCreate,
-    CaseUpdate,
-    CaseVersion,
-    Pagination,
     Review,
     Ticket,
-    decode_shared_steps,
 )
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
@@ -40,7 +34,7 @@ from tms.library.projects import store as project_store
 from tms.library.sections import store as section_store
 from tms.library.shared_steps import uses as shared_uses
 from tms.team.audit import service as audit
-from tms.team.tenants import store as tenant_store
+from tms.team.tenants import service as tenant_service
 from tms.team.tokens import service as token_service
 
 PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
@@ -139,11 +133,11 @@ async def new_versions(tx: Transaction, tenant_id: str, case_ids: list[str], at:
     await record_versions(tx, tenant_id, case_ids, at)
 
 
-def _clean_tags(tags: list[str]) -> list[str]:
+def clean_tags(tags: list[str]) -> list[str]:
     return list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
 
 
-def _clean_title(title: str) -> str:
+def clean_title(title: str) -> str:
     title = title.strip()
     if not title:
         raise InvalidInput("title must not be blank", field="title")
@@ -159,7 +153,7 @@ def _as_create(body: CaseCreate | dict[str, Any]) -> CaseCreate:
         raise InvalidInput(str(exc)) from None
 
 
-async def _check_projects(tx: Transaction, tenant_id: str, project_ids: set[str]) -> None:
+async def check_projects(tx: Transaction, tenant_id: str, project_ids: set[str]) -> None:
     """An unknown project (or another tenant's) is a missing resource: 404, as for ids in paths."""
     for project_id in sorted(project_ids):
         if not await project_store.project_exists(tx, tenant_id, project_id):
@@ -171,7 +165,7 @@ async def _assign_codes(tx: Transaction, tenant_id: str, count: int) -> list[str
     codes: list[str] = []
     while len(codes) < count:
         need = count - len(codes)
-        first = await tenant_store.next_case_numbers(tx, tenant_id, need)
+        first = await tenant_service.next_case_numbers(tx, tenant_id, need)
         candidates = [f"TC-{n}" for n in range(first, first + need)]
         taken = await case_store.codes_taken(tx, tenant_id, candidates)
         codes.extend(code for code in candidates if code not in taken)
@@ -193,7 +187,7 @@ def check_creates(bodies: list[CaseCreate] | list[Any]) -> list[CaseCreate]:
     for index, raw in enumerate(bodies):
         try:
             body = _as_create(raw)
-            _clean_title(body.title)
+            clean_title(body.title)
             validate_gherkin(body.bdd_content)
         except InvalidInput as exc:
             raise where(index, exc) from None
@@ -249,7 +243,7 @@ async def section_projects(tx: Transaction | Database, tenant_id: str, section_i
     return found
 
 
-def _placed(project_id: str | None, section_id: str | None, sections: dict[str, str]) -> str | None:
+def placed(project_id: str | None, section_id: str | None, sections: dict[str, str]) -> str | None:
     """The case's project once its section is known: the section's, which a given project must match."""
     if section_id is None:
         return project_id
@@ -292,8 +286,8 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
     fields: ``field_service.tenant_users``); ``copy_fields`` stores them as given (clones of stored cases).
     """
     sections = await section_projects(tx, tenant_id, {b.section_id for b in creates if b.section_id is not None})
-    projects = [_placed(body.project_id, body.section_id, sections) for body in creates]
-    await _check_projects(tx, tenant_id, {p for p in projects if p is not None})
+    projects = [placed(body.project_id, body.section_id, sections) for body in creates]
+    await check_projects(tx, tenant_id, {p for p in projects if p is not None})
     statuses = [body.status for body in creates]
     ready_projects = [p for p, status in zip(projects, statuses, strict=True) if p is not None and status == "READY"]
     strict = await project_store.requires_review(tx, tenant_id, ready_projects)
@@ -315,9 +309,9 @@ async def insert_checked(tx: Transaction, tenant_id: str, creates: list[CaseCrea
     rows = []
     for case_id, body, project_id, fields, status in zip(ids, creates, projects, values, statuses, strict=True):
         rows.append((
-            case_id, tenant_id, body.code or next(assigned), _clean_title(body.title), body.bdd_content,
+            case_id, tenant_id, body.code or next(assigned), clean_title(body.title), body.bdd_content,
             project_id, status, body.priority, body.layer, int(body.is_e2e),
-            body.automation_status, _encoder.encode(_clean_tags(body.tags)).decode(),
+            body.automation_status, _encoder.encode(clean_tags(body.tags)).decode(),
             _encoder.encode(body.tickets).decode(), now, now, body.section_id, 1, field_values.encode(fields),
         ))
     await case_store.insert_cases(tx, rows)
@@ -344,125 +338,21 @@ async def titles_of(db: Database, tenant_id: str, ids: list[str]) -> dict[str, s
     return {row["id"]: row["title"] for row in await case_store.resolve_ids(db, tenant_id, sorted(set(ids)))}
 
 
+async def result_history(db: Database, tenant_id: str, case_id: str, limit: int = 50) -> list[Row]:
+    """The case's latest results across runs, newest first, with the run they belong to (the case page)."""
+    return await case_views.result_history(db, tenant_id, case_id, limit)
+
+
+async def retest_flag(db: Database, tenant_id: str, case_id: str) -> Row | None:
+    """The case's retest columns: needs_retest, retest_reason, retest_bug_key, retest_flagged_at."""
+    return await case_views.retest_flag(db, tenant_id, case_id)
+
+
 async def get_case(db: Database, tenant_id: str, id_or_code: str) -> Case:
     row = await find_case_row(db, tenant_id, id_or_code)
     if row is None:
         raise NotFound(f"test case {id_or_code} not found")
     return case_from_row(row)
-
-
-def _encoded_changes(body: CaseUpdate) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    for field in body.__struct_fields__:
-        value = getattr(body, field)
-        if value is msgspec.UNSET or field in ("needs_retest", "custom_fields"):
-            continue
-        if field == "title":
-            value = _clean_title(value)
-        elif field == "bdd_content":
-            validate_gherkin(value)
-        elif field == "is_e2e":
-            value = int(value)
-        elif field == "tags":
-            value = _encoder.encode(_clean_tags(value)).decode()
-        elif field == "tickets":
-            value = _encoder.encode(value).decode()
-        changes[field] = value
-    return changes
-
-
-async def _place_update(tx: Transaction, tenant_id: str, row: Row, changes: dict[str, Any]) -> None:
-    """Keeps project and section consistent: a section sets the project (a given one must match);
-    moving to another project without naming a section takes the case out of its old project's section."""
-    if changes.get("section_id") is not None:
-        sections = await section_projects(tx, tenant_id, {changes["section_id"]})
-        changes["project_id"] = _placed(changes.get("project_id"), changes["section_id"], sections)
-    elif "project_id" in changes and changes["project_id"] != row["project_id"] and "section_id" not in changes:
-        changes["section_id"] = None
-    if changes.get("project_id") is not None and changes["project_id"] != row["project_id"]:
-        await _check_projects(tx, tenant_id, {changes["project_id"]})
-
-
-AUDITED_FIELDS = ("code", "title", "bdd_content", "project_id", "section_id", "status", "priority", "layer",
-                  "is_e2e", "automation_status", "tags", "tickets", "needs_retest", "custom_fields", "review_state")
-
-
-async def update_case(db: Database, tenant_id: str, id_or_code: str, body: CaseUpdate) -> Case:
-    """Changes the fields given; a change of anything makes a new version (none when nothing differs)."""
-    if body.bdd_content is msgspec.UNSET or len(body.bdd_content) < PARSE_THREAD_THRESHOLD:
-        changes = _encoded_changes(body)
-    else:  # a long Gherkin text is parsed in a worker thread, off the event loop
-        changes = await asyncio.to_thread(_encoded_changes, body)
-    given_fields = None if body.custom_fields is msgspec.UNSET else body.custom_fields
-    users = await field_service.tenant_users(db, tenant_id) if field_values.needs_users(given_fields) else None
-    async with db.transaction() as tx:
-        row = await find_case_row(tx, tenant_id, id_or_code)
-        if row is None:
-            raise NotFound(f"test case {id_or_code} not found")
-        if changes.get("code", row["code"]) == row["code"]:
-            changes.pop("code", None)
-        elif await case_store.codes_taken(tx, tenant_id, [changes["code"]]):
-            raise Conflict(f"code {changes['code']} is already used by another test case", field="code")
-        await _place_update(tx, tenant_id, row, changes)
-        if given_fields is not None:
-            fields = await field_service.fields_of(tx, tenant_id, changes.get("project_id", row["project_id"]))
-            merged = field_values.merge_case_fields(fields, _fields_decoder.decode(row["custom_fields"]),
-                                                     given_fields, creating=False, users=users)
-            changes["custom_fields"] = field_values.encode(merged)
-        changes = {field: value for field, value in changes.items() if row[field] != value}
-        if changes.get("status") == "READY" and row["review_state"] != "APPROVED":
-            project_id = changes.get("project_id", row["project_id"])
-            if project_id is not None and await project_store.requires_review(tx, tenant_id, [project_id]):
-                raise InvalidInput(READY_NEEDS_REVIEW, field="status")
-        if changes:
-            changes["updated_at"] = now_iso()
-            await case_store.update_case(tx, tenant_id, row["id"], changes)
-            if set(changes) - {"status", "updated_at"}:  # a change of content asks an approved review again
-                await case_store.reopen_approved(tx, tenant_id, [row["id"]], await actor_user_id(tx, tenant_id),
-                                                 changes["updated_at"])
-            if "bdd_content" in changes or "project_id" in changes:
-                await shared_uses.link_cases(tx, tenant_id, [(row["id"], changes.get("project_id", row["project_id"]),
-                                                              str(changes.get("bdd_content", row["bdd_content"])))])
-            await record_versions(tx, tenant_id, [row["id"]], changes["updated_at"])
-        if body.needs_retest is not msgspec.UNSET:
-            # the retest queue owns the flag and fires retest.required, in this transaction
-            await set_needs_retest(tx, db, tenant_id, row["id"], body.needs_retest)
-        updated = await case_store.get_case(tx, tenant_id, row["id"])
-        assert updated is not None
-        diff = audit.changes_between(row, updated, AUDITED_FIELDS)
-        if diff:
-            await audit.record(tx, tenant_id, "case.updated", "case", row["id"], diff)
-    return case_from_row(updated)
-
-
-def version_from_row(row: Row) -> CaseVersion:
-    return CaseVersion(
-        version=row["version"], code=row["code"], title=row["title"], bdd_content=row["bdd_content"],
-        status=row["status"], priority=row["priority"], layer=row["layer"], is_e2e=bool(row["is_e2e"]),
-        automation_status=row["automation_status"], tags=_tags_decoder.decode(row["tags"]),
-        tickets=_tickets_decoder.decode(row["tickets"]), section_id=row["section_id"],
-        project_id=row["project_id"],
-        changed_by=Actor(type=row["actor_type"], id=row["actor_id"], name=row["actor_name"]),
-        created_at=row["created_at"], custom_fields=_fields_decoder.decode(row.get("custom_fields") or "{}"),
-        shared_steps=decode_shared_steps(row.get("shared_steps")),
-    )
-
-
-async def list_versions(
-    db: Database, tenant_id: str, id_or_code: str, *, limit: int | None = None, offset: int | None = None
-) -> tuple[list[CaseVersion], Pagination]:
-    """The case's versions, newest first."""
-    row = await find_case_row(db, tenant_id, id_or_code)
-    if row is None:
-        raise NotFound(f"test case {id_or_code} not found")
-    limit, offset = page_window(limit, offset)
-    rows, total = await version_store.list_versions(db, tenant_id, row["id"], limit, offset)
-    return [version_from_row(r) for r in rows], Pagination(total=total, limit=limit, offset=offset)
-
-
-async def get_version(db: Database, tenant_id: str, case_id: str, version: int) -> CaseVersion | None:
-    row = await version_store.get_version(db, tenant_id, case_id, version)
-    return None if row is None else version_from_row(row)
 
 
 async def delete_case(db: Database, tenant_id: str, id_or_code: str, store: AttachmentStore) -> None:

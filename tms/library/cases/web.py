@@ -18,9 +18,12 @@ from tms.attachments import service as attachment_service
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
+from tms.library.cases import form as case_form
+from tms.library.cases import history as case_history
 from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
-from tms.library.cases import views as case_views
+from tms.library.cases import update as case_update
+from tms.library.cases.form import SOURCES
 from tms.library.cases.models import CaseCreate, CaseUpdate
 from tms.library.cases.review import service as review_service
 from tms.library.comments.web import thread_context
@@ -41,7 +44,6 @@ STATUSES = ("DRAFT", "READY", "DEPRECATED")
 AUTOMATION = ("MANUAL", "IN_PROGRESS", "AUTOMATED", "FLAKY", "ARCHIVED")
 PRIORITIES = ("LOW", "MEDIUM", "HIGH", "CRITICAL")
 LAYERS = ("UI", "API", "INTEGRATION", "UNIT")
-SOURCES = ("JIRA", "GITHUB", "GITLAB", "LINEAR", "OTHER")
 CHOICES: dict[str, Any] = {"statuses": STATUSES, "automation": AUTOMATION, "priorities": PRIORITIES, "layers": LAYERS,
            "sources": SOURCES}
 EXAMPLE = """Feature: Checkout
@@ -225,52 +227,6 @@ async def list_cases(request: AnyRequest, db: DatabaseDep) -> Template:
     )
 
 
-def _parse_tickets(text: str) -> tuple[list[dict[str, str]], str | None]:
-    """One ticket a line: ``JIRA SHOP-12`` or just ``SHOP-12`` (source OTHER)."""
-    tickets = []
-    for number, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) == 2 and parts[0].upper() in SOURCES:
-            tickets.append({"source": parts[0].upper(), "key": parts[1]})
-        elif len(parts) == 1:
-            tickets.append({"source": "OTHER", "key": parts[0]})
-        else:
-            return [], f"Line {number}: write a source and a key, e.g. “JIRA SHOP-12”."
-    return tickets, None
-
-
-def _case_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The form as a CaseCreate-shaped dict, and errors only the form can make (ticket lines)."""
-    tickets, ticket_error = _parse_tickets(form.get("tickets", ""))
-    data: dict[str, Any] = {
-        "title": form.get("title", "").strip(),
-        "bdd_content": form.get("bdd_content", "").replace("\r\n", "\n"),
-        "project_id": form.get("project_id") or None,
-        "status": form.get("status") or "DRAFT",
-        "priority": form.get("priority") or "MEDIUM",
-        "layer": form.get("layer") or None,
-        "is_e2e": form.get("is_e2e") == "on",
-        "automation_status": form.get("automation_status") or "MANUAL",
-        "tags": [tag.strip() for tag in form.get("tags", "").split(",") if tag.strip()],
-        "tickets": tickets,
-        "section_id": form.get("section_id") or None,
-    }
-    if form.get("code", "").strip():
-        data["code"] = form["code"].strip()
-    return data, ({"tickets": ticket_error} if ticket_error else {})
-
-
-def _humane_case_errors(errors: dict[str, str]) -> dict[str, str]:
-    if "code" in errors and "regex" in errors["code"]:
-        errors["code"] = "A code is capital letters or digits, a dash and a number, e.g. SHOP-12."
-    for key in ("status", "priority", "layer", "automation_status"):
-        if key in errors:
-            errors[key] = "Choose one of the listed values."
-    return errors
-
-
 async def _form_fields(request: AnyRequest, form: dict[str, str], multi: dict[str, list[str]],
                        data: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
     """Adds the `cf.<key>` inputs of the chosen project's active fields to ``data`` as ``custom_fields``;
@@ -302,16 +258,6 @@ async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, A
                   **CHOICES)
 
 
-def _form_from_case(case: Any, fields: dict[str, Any]) -> dict[str, Any]:
-    return {**field_values.form_values(fields, case.custom_fields),
-        "title": case.title, "bdd_content": case.bdd_content, "project_id": case.project_id or "",
-        "code": case.code, "status": case.status, "priority": case.priority, "layer": case.layer or "",
-        "is_e2e": "on" if case.is_e2e else "", "automation_status": case.automation_status,
-        "tags": ", ".join(case.tags), "tickets": "\n".join(f"{t.source} {t.key}" for t in case.tickets),
-        "section_id": case.section_id or "",
-    }
-
-
 @get("/new")
 async def new_case_page(request: AnyRequest, db: DatabaseDep) -> Template:
     active = await project_service.get_active_project(db, tenant_of(request))
@@ -324,10 +270,10 @@ async def new_case_page(request: AnyRequest, db: DatabaseDep) -> Template:
 @post("/new", status_code=303)
 async def create_case(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, multi = await form_of(request)
-    data, errors = _case_data(form)
+    data, errors = case_form.case_data(form)
     shown = await _form_fields(request, form, multi, data, errors)
     body, errors2 = convert(CaseCreate, data)
-    errors = _humane_case_errors({**errors2, **errors})
+    errors = case_form.humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
         try:
             case = await case_service.create_case(db, tenant_of(request), body)
@@ -362,9 +308,9 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
             project = await project_service.get_project(db, tenant, case.project_id)
         except NotFound:
             project = None
-    history = await case_views.result_history(db, tenant, case.id)
-    retest = await case_views.retest_flag(db, tenant, case.id)
-    versions, _ = await case_service.list_versions(db, tenant, case.id, limit=5)
+    history = await case_service.result_history(db, tenant, case.id)
+    retest = await case_service.retest_flag(db, tenant, case.id)
+    versions, _ = await case_history.list_versions(db, tenant, case.id, limit=5)
     projects = await project_service.list_projects(db, tenant)
     pickable = [g for g in await section_service.pickable(db, tenant, projects) if project and g[0] == project.name]
     section_path = await section_service.path_names(db, tenant, case.section_id)
@@ -389,21 +335,21 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
 async def edit_case_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template:
     case = await _case_or_404(request, case_id)
     fields = await field_service.fields_of(db, tenant_of(request), case.project_id)
-    return await _form_page(request, case=case, form=_form_from_case(case, fields), errors={})
+    return await _form_page(request, case=case, form=case_form.form_from_case(case, fields), errors={})
 
 
 @post("/{case_id:str}/edit", status_code=303)
 async def edit_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template | Redirect:
     case = await _case_or_404(request, case_id)
     form, multi = await form_of(request)
-    data, errors = _case_data(form)
+    data, errors = case_form.case_data(form)
     shown = await _form_fields(request, form, multi, data, errors)
     data.setdefault("code", case.code)
     body, errors2 = convert(CaseUpdate, data)
-    errors = _humane_case_errors({**errors2, **errors})
+    errors = case_form.humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
         try:
-            updated = await case_service.update_case(db, tenant_of(request), case.id, body)
+            updated = await case_update.update_case(db, tenant_of(request), case.id, body)
         except NotFound as exc:
             if exc.field not in ("project_id", "section_id"):
                 raise not_found("test case") from exc
@@ -425,7 +371,7 @@ async def change_status(request: AnyRequest, db: DatabaseDep, case_id: str) -> R
     if body is None or not changes:
         return done(request, f"/cases/{case.code}", "Choose a listed status.", "error")
     try:
-        await case_service.update_case(db, tenant_of(request), case.id, body)
+        await case_update.update_case(db, tenant_of(request), case.id, body)
     except DomainError as exc:  # READY refused under the project's require_review
         return done(request, f"/cases/{case.code}", exc.detail, "error")
     words = ", ".join(f"{k.replace('_', ' ')} {v.replace('_', ' ').lower()}" for k, v in changes.items())

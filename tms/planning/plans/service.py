@@ -123,6 +123,16 @@ async def _selected_cases(db: Database, tenant_id: str, body: PlanCreate) -> lis
     return selected
 
 
+async def project_tags(db: Database, tenant_id: str, project_id: str) -> list[str]:
+    """The distinct tags of a project's cases, for the plan form's hint."""
+    return await plan_store.project_tags(db, tenant_id, project_id)
+
+
+async def project_sections(db: Database, tenant_id: str, project_id: str) -> list[Row]:
+    """id, parent_id, name of the project's sections, for the plan form."""
+    return await plan_store.project_sections(db, tenant_id, project_id)
+
+
 async def preview_cases(db: Database, tenant_id: str, body: PlanCreate) -> int:
     """How many cases the plan would take (the form's Preview), with the same checks as creating it."""
     return len(await _selected_cases(db, tenant_id, body))

@@ -26,7 +26,6 @@ from tms.library.projects import service as project_service
 from tms.planning.milestones import service as milestone_service
 from tms.planning.milestones.web import progress
 from tms.planning.plans import service as plan_service
-from tms.planning.plans import store as plan_store
 from tms.planning.plans.models import PlanCreate, PlanUpdate
 from tms.runs import service as run_service
 from tms.runs.web import bar_segments
@@ -90,8 +89,8 @@ async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str,
         milestones, _ = await milestone_service.list_milestones(db, tenant, project_id=project.id, status="OPEN",
                                                                 limit=500)
         context["milestones"] = milestones
-        context["tags"] = await plan_store.project_tags(db, tenant, project.id)
-        context["sections"] = _tree(await plan_store.project_sections(db, tenant, project.id))
+        context["tags"] = await plan_service.project_tags(db, tenant, project.id)
+        context["sections"] = _tree(await plan_service.project_sections(db, tenant, project.id))
     return render(request, "plans/new.html", status_code=status_code, active_nav="plans", **context)
 
 

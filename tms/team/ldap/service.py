@@ -33,7 +33,7 @@ from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.ldap import client, store
 from tms.team.ldap.client import DirectoryError, WrongCredentials
-from tms.team.scim.service import ROLE_ORDER, format_group_role_map, parse_group_role_map
+from tms.team.scim.roles import ROLE_ORDER, format_group_role_map, parse_group_role_map
 from tms.team.signin import secret_box
 
 __all__ = ["DirectoryError", "SignInRefused", "WrongCredentials"]

@@ -12,7 +12,7 @@ from tms.errors import DomainError
 from tms.http.pages import AnyRequest, done, field_errors, form_of, render, tenant_of
 from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
 from tms.team.ldap import service
-from tms.team.scim import service as scim
+from tms.team.scim import roles as scim_roles
 from tms.team.service import FormErrors
 from tms.team.signin.session import needs_role, page_guard, safe_next
 from tms.team.signin.session_cookie import start_session
@@ -77,13 +77,13 @@ async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, erro
                 result: str | None = None, result_ok: bool = False, status_code: int = 200) -> Template:
     db, tenant_id = db_of(request), tenant_of(request)
     settings = await service.get_settings(db, tenant_id)
-    mapping = await scim.get_settings(db, tenant_id)
+    mapping = await scim_roles.get_settings(db, tenant_id)
     base = config_of(request).base_url.rstrip("/")
     return render(request, "settings/ldap.html", status_code=status_code, active_nav="settings",
                   settings_nav="directory", form=form or settings.form(), errors=errors or {},
                   has_bind_password=settings.has_bind_password, roles=ROLE_CHOICES, result=result,
                   result_ok=result_ok, sign_in_url=f"{base}/auth/ldap?tenant={tenant_id}", scim_url=f"{base}/scim/v2",
-                  scim_form=scim_form or {"group_role_map": scim.format_group_role_map(mapping.group_role_map),
+                  scim_form=scim_form or {"group_role_map": scim_roles.format_group_role_map(mapping.group_role_map),
                                           "default_role": mapping.default_role},
                   scim_errors=scim_errors or {})
 
@@ -119,8 +119,8 @@ async def test_connection(request: AnyRequest, db: DatabaseDep, config: ConfigDe
 async def save_scim_mapping(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
-        mapping = scim.parse_group_role_map(single.get("group_role_map", ""))
-        await scim.save_settings(db, tenant_of(request), mapping, single.get("default_role", ""))
+        mapping = scim_roles.parse_group_role_map(single.get("group_role_map", ""))
+        await scim_roles.save_settings(db, tenant_of(request), mapping, single.get("default_role", ""))
     except DomainError as exc:
         field = "default_role" if exc.field == "scim_default_role" else "group_role_map"
         return await _page(request, scim_form=single, scim_errors={field: exc.detail}, status_code=400)

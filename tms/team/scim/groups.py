@@ -20,7 +20,8 @@ from tms.ids import new_id, now_iso
 from tms.team.audit import service as audit
 from tms.team.scim import store
 from tms.team.scim.models import PROVIDER
-from tms.team.scim.service import Json, apply_roles, dump, guard_nul, page_of, validated
+from tms.team.scim.roles import apply_roles
+from tms.team.scim.service import Json, dump, guard_nul, page_of, validated
 
 # --- groups -----------------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard, safe_next
 from tms.team.signin.session_cookie import start_session
 from tms.team.sso import service as sso
+from tms.team.sso import settings as sso_settings
 from tms.team.sso.models import PROVIDER_ROLES
 
 BROWSER_COOKIE = "tms_oidc"
@@ -31,14 +32,14 @@ CHOICES_KEY = "tms_sso_choices"  # the request scope's key the sign-in page's pa
 # ---- Settings -> Sign-in -------------------------------------------------------------------------------------
 
 
-async def _settings_page(request: AnyRequest, *, form: sso.SettingsForm | None = None,
+async def _settings_page(request: AnyRequest, *, form: sso_settings.SettingsForm | None = None,
                          errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     db, tenant_id = db_of(request), tenant_of(request)
-    stored = await sso.get_settings(db, tenant_id)
+    stored = await sso_settings.get_settings(db, tenant_id)
     history, _, _, _ = await audit.list_entries(db, tenant_id, entity_type="sso", limit=20)
     response = render(
         request, "settings/sign_in.html", status_code=status_code, active_nav="settings", settings_nav="sign-in",
-        form=form or sso.form_of(stored), stored=stored, errors=errors or {}, roles=PROVIDER_ROLES,
+        form=form or sso_settings.form_of(stored), stored=stored, errors=errors or {}, roles=PROVIDER_ROLES,
         redirect_uri=sso.redirect_uri(config_of(request)), history=history,
         sign_in_url=f"{config_of(request).base_url}/login?tenant={tenant_id}")
     response.headers["Cache-Control"] = "no-store"
@@ -57,7 +58,7 @@ def _checked(single: dict[str, str], name: str) -> bool:
 @post("/settings/sign-in", status_code=303)
 async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
-    form = sso.SettingsForm(
+    form = sso_settings.SettingsForm(
         name=single.get("name", ""), issuer=single.get("issuer", ""), client_id=single.get("client_id", ""),
         client_secret=single.get("client_secret", ""), scopes=single.get("scopes", ""),
         allowed_domains=single.get("allowed_domains", ""), create_users=_checked(single, "create_users"),
@@ -65,8 +66,8 @@ async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep)
         group_roles=single.get("group_roles", ""), sso_required=_checked(single, "sso_required"),
         enabled=_checked(single, "enabled"))
     try:
-        await sso.save_settings(db, config, tenant_of(request), form)
-    except sso.SettingsErrors as exc:
+        await sso_settings.save_settings(db, config, tenant_of(request), form)
+    except sso_settings.SettingsErrors as exc:
         # a typed secret is not echoed back into the page
         return await _settings_page(request, form=replace(form, client_secret=""), errors=exc.fields,
                                     status_code=400)
@@ -75,7 +76,7 @@ async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep)
 
 @post("/settings/sign-in/remove", status_code=303)
 async def remove_settings(request: AnyRequest, db: DatabaseDep) -> Redirect:
-    removed = await sso.remove_settings(db, tenant_of(request))
+    removed = await sso_settings.remove_settings(db, tenant_of(request))
     return done(request, "/settings/sign-in",
                 "Single sign-on removed: members sign in with their passwords." if removed else "Nothing to remove.")
 

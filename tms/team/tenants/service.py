@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tms.db import AUTH_SIGNAL, Database
+from tms.db import AUTH_SIGNAL, Database, Transaction
 from tms.errors import InvalidInput, NotFound
 from tms.team.tenants import store as tenant_store
 from tms.team.tokens.service import bump_auth_epoch
@@ -18,3 +18,9 @@ async def set_status(db: Database, tenant_id: str, status: str) -> None:
         await tx.signal(AUTH_SIGNAL)
         if not await tenant_store.set_tenant_status(tx, tenant_id, status):
             raise NotFound(f"unknown tenant {tenant_id}", field="tenant")
+
+
+async def next_case_numbers(tx: Transaction, tenant_id: str, count: int) -> int:
+    """Reserves ``count`` TC-<n> numbers from the tenant's counter, in the caller's transaction; returns
+    the first. Numbers are never handed out twice."""
+    return await tenant_store.next_case_numbers(tx, tenant_id, count)

@@ -7,8 +7,8 @@ The rules, decided here and documented in docs/library.md:
   ``require_review`` the author may neither review nor approve that version (409); without it anyone
   with write access may approve, the author included.
 - Under ``require_review`` a case reaches READY only by approval: a PATCH (or a create) setting READY
-  without an approval is a 400 naming ``status`` (``tms.library.cases.service``: ``update_case``,
-  ``create_cases``; a bulk status change in ``bulk.py``; copies and imports arrive DRAFT).
+  without an approval is a 400 naming ``status`` (``tms.library.cases``: ``update.update_case``,
+  ``service.create_cases``; a bulk status change in ``bulk.py``; copies and imports arrive DRAFT).
 - A change of an approved case's content (anything but its status) asks for review again: REQUESTED,
   same reviewer, the editor as author; under ``require_review`` a READY case also goes back to DRAFT
   (``case_store.reopen_approved``, called by ``update_case`` and the bulk actions).
