@@ -56,7 +56,7 @@ NUL_WALK_IN_THREAD = 1024 * 1024
 # at most this many fields with NUL are named in one answer
 MAX_NUL_ERRORS = 20
 ESCAPED_NUL = b"\\u0000"
-# Query parameters that are search text: the search itself drops NUL (tms.library.cases.store.words_match).
+# Query parameters that are search text: the search itself drops NUL (tms.library.cases.search_store.words_match).
 NUL_TOLERANT_QUERY = frozenset({"q"})
 
 

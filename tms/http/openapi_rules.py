@@ -11,7 +11,7 @@ from typing import Any, get_args
 import msgspec
 
 from tms.library.cases.models import CASE_STATUSES, REVIEW_STATES, AutomationStatus, Layer, Priority
-from tms.library.cases.store import SORTS as CASE_SORTS
+from tms.library.cases.search_store import SORTS as CASE_SORTS
 from tms.library.transfer.csvfile import FORMATS as IMPORT_FORMATS
 from tms.notifications.events import EVENT_NAMES
 from tms.planning.milestones.models import MILESTONE_STATUSES

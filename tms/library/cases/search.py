@@ -10,7 +10,7 @@ from typing import Any
 from tms.db import Database, Row
 from tms.errors import InvalidInput
 from tms.http.paging import check_choice, page_window
-from tms.library.cases import store as case_store
+from tms.library.cases import search_store
 from tms.library.cases.models import (
     CASE_STATUSES,
     REVIEW_STATES,
@@ -64,8 +64,8 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
     check_choice(query.priority, PRIORITIES, "priority")
     check_choice(query.automation_status, AUTOMATION_STATUSES, "automation_status")
     check_choice(query.layer, LAYERS, "layer")
-    if query.sort not in case_store.SORTS:
-        raise InvalidInput(f"sort must be one of {', '.join(case_store.SORTS)}", field="sort")
+    if query.sort not in search_store.SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(search_store.SORTS)}", field="sort")
     words = None
     if query.q is not None and query.q.strip():
         words = search_words(query.q)
@@ -96,7 +96,7 @@ async def _search(db: Database, tenant_id: str, query: CaseQuery, limit: int, of
         conditions.append(("review_state = ?", [query.review]))
     if query.reviewer_id is not None:
         conditions.append(("reviewer_id = ?", [query.reviewer_id]))
-    return await case_store.search_cases(
+    return await search_store.search_cases(
         db, tenant_id, conditions=conditions,
         equals={"project_id": query.project_id, "status": query.status, "priority": query.priority,
                 "automation_status": query.automation_status, "layer": query.layer},
