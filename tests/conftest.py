@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +56,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _AdminLoop:
+    """An event loop on a daemon thread of this test process, where a server's database can stay open
+    between admin calls (``ServerProcess.run_admin``): opening it (connections, the migration check) for
+    each of the ~2,000 tenants a half makes cost more than making the tenant."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def run(self, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="tms-test-admin", daemon=True).start()
+        return asyncio.run_coroutine_threadsafe(make(), self._loop).result()
+
+
+_admin_loop = _AdminLoop()
+
+
+def _migrated_sqlite_file() -> Path:
+    """A SQLite database migrated once per test process, copied into each new server's data dir (the
+    server still checks its migrations at start); ``tests/test_schema_agreement.py`` migrates from empty."""
+    global _migrated_file
+    if _migrated_file is None:
+        import tempfile
+
+        from tms.db.sqlite import SqliteDatabase
+
+        path = Path(tempfile.mkdtemp(prefix="tms-migrated-")) / "tms.db"
+
+        async def migrate() -> None:
+            db = SqliteDatabase(path, readers=1)
+            await db.open()
+            await db.close()  # the last connection to close folds the WAL into the file
+
+        asyncio.run(migrate())
+        _migrated_file = path
+    return _migrated_file
+
+
+_migrated_file: Path | None = None
+
+
 @dataclass
 class ServerProcess:
     data_dir: Path
@@ -61,9 +107,38 @@ class ServerProcess:
     port: int = 0
     process: subprocess.Popen[str] | None = None
     log_path: Path = field(init=False)
+    # the session server keeps its database open in this process for make_tenant (see _AdminLoop)
+    keep_database_open: bool = False
+    _admin_db: Any = None
 
     def __post_init__(self) -> None:
         self.log_path = self.data_dir.parent / f"server-{self.data_dir.name}.log"
+
+    def seed_migrated(self) -> ServerProcess:
+        """Starts this fresh data dir from an already migrated database instead of an empty one."""
+        if not postgres_cluster.selected() and not self.db_path.exists():  # PostgreSQL: database_url_for
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(_migrated_sqlite_file(), self.db_path)
+        return self
+
+    def run_admin(self, action: Callable[[Any], Any]) -> Any:
+        """``run_admin`` on this server's database; kept open between calls when ``keep_database_open``."""
+        if not self.keep_database_open:
+            return run_admin(self.db_path, action)
+
+        async def run() -> Any:
+            if self._admin_db is None:
+                db = open_database(self.db_path)
+                await db.open()
+                self._admin_db = db
+            return await action(self._admin_db)
+
+        return _admin_loop.run(run)
+
+    def _close_admin_database(self) -> None:
+        if self._admin_db is not None:
+            db, self._admin_db = self._admin_db, None
+            _admin_loop.run(db.close)
 
     @property
     def url(self) -> str:
@@ -118,6 +193,7 @@ class ServerProcess:
         return match.group(1) if match else None
 
     def stop(self) -> None:
+        self._close_admin_database()
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -128,6 +204,7 @@ class ServerProcess:
 
     def kill(self) -> None:
         """kill -9: no shutdown hooks run."""
+        self._close_admin_database()
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -138,8 +215,10 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
     started: list[ServerProcess] = []
 
     def start(env: dict[str, str] | None = None, data_dir: Path | None = None) -> ServerProcess:
-        directory = data_dir or tmp_path_factory.mktemp("data")
-        server = ServerProcess(directory, env or {}).start()
+        server = ServerProcess(data_dir or tmp_path_factory.mktemp("data"), env or {})
+        if data_dir is None:
+            server.seed_migrated()
+        server.start()
         started.append(server)
         return server
 
@@ -157,7 +236,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         # itself is tested on a server of its own, tests/test_web_login.py)
         {"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2", "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2",
          "TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": "100000"},
-    ).start()
+        keep_database_open=True,
+    ).seed_migrated().start()
     yield srv
     srv.stop()
 
@@ -260,7 +340,7 @@ def make_tenant_on(server: ServerProcess, name: str | None = None) -> Tenant:
         read = await tokens.create_token(db, tenant_id, "reporting", "read")
         return Tenant(server, tenant_id, tenant_name, write.token, read.token, email, password)
 
-    return run_admin(server.db_path, create)  # type: ignore[no-any-return]
+    return server.run_admin(create)  # type: ignore[no-any-return]
 
 
 @pytest.fixture
