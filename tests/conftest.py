@@ -185,6 +185,10 @@ class ServerProcess:
             time.sleep(0.05)
         raise RuntimeError(f"tms serve did not start:\n{self.log()}")
 
+    def http_client(self, **options: Any) -> httpx.Client:
+        """An httpx client for this server (``tests/inprocess.py``'s app answers the same call)."""
+        return httpx.Client(base_url=self.url, **options)
+
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
 
@@ -293,9 +297,7 @@ class Tenant:
 
     def client(self, scope: str = "write") -> httpx.Client:
         token = {"write": self.write_token, "read": self.read_token}[scope]
-        return httpx.Client(
-            base_url=self.server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
-        )
+        return self.server.http_client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
     @property
     def api(self) -> httpx.Client:
@@ -309,7 +311,7 @@ class Tenant:
 
     def web(self) -> httpx.Client:
         """A browser-like client signed in to the web UI, with the CSRF token in its headers."""
-        client = httpx.Client(base_url=self.server.url, timeout=30, follow_redirects=False)
+        client = self.server.http_client(timeout=30, follow_redirects=False)
         page = client.get("/login")
         token = client.cookies.get("csrftoken") or ""
         response = client.post(
@@ -344,8 +346,35 @@ def make_tenant_on(server: ServerProcess, name: str | None = None) -> Tenant:
 
 
 @pytest.fixture
-def make_tenant(server: ServerProcess) -> Callable[..., Tenant]:
-    return lambda name=None, on=None: make_tenant_on(on or server, name)
+def host(request: pytest.FixtureRequest) -> Any:
+    """Where ``tenant``/``make_tenant`` live: the session server, or the in-process app
+    (``tests/inprocess.py``) for a module that sets ``IN_PROCESS = True`` (API and web behaviour
+    that needs no process of its own: ~4x less CPU per test)."""
+    if getattr(request.module, "IN_PROCESS", False):
+        return request.getfixturevalue("app_server")
+    return request.getfixturevalue("server")
+
+
+@pytest.fixture
+def make_tenant(host: Any) -> Callable[..., Tenant]:
+    return lambda name=None, on=None: make_tenant_on(on or host, name)
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One in-process app per test worker (``tests/inprocess.py``); tenancy keeps tests apart, as on
+    ``server``."""
+    from tests.inprocess import InProcessServer
+
+    app = InProcessServer(tmp_path_factory.mktemp("inprocess-data"), {}).start()
+    yield app
+    app.stop()
+
+
+@pytest.fixture
+def app_tenant(app_server: Any) -> Tenant:
+    """A tenant of the in-process app."""
+    return make_tenant_on(app_server)
 
 
 @pytest.fixture
