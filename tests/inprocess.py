@@ -42,9 +42,10 @@ SERVER_ENV = {
 }
 
 
-class _LoopbackTransport(TestClientTransport[Any]):
+class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
     """Requests come from 127.0.0.1, as the tests' clients do to a real server (loopback-only routes
-    such as /metrics treat them alike)."""
+    such as /metrics treat them alike). httpx's base adds what ``with client:`` needs (a no-op close:
+    every client shares this transport)."""
 
     def parse_request(self, request: httpx.Request) -> dict[str, Any]:
         scope = super().parse_request(request)
