@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +56,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _AdminLoop:
+    """An event loop on a daemon thread of this test process, where a server's database can stay open
+    between admin calls (``ServerProcess.run_admin``): opening it (connections, the migration check) for
+    each of the ~2,000 tenants a half makes cost more than making the tenant."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def run(self, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="tms-test-admin", daemon=True).start()
+        return asyncio.run_coroutine_threadsafe(make(), self._loop).result()
+
+
+_admin_loop = _AdminLoop()
+
+
+def _migrated_sqlite_file() -> Path:
+    """A SQLite database migrated once per test process, copied into each new server's data dir (the
+    server still checks its migrations at start); ``tests/test_schema_agreement.py`` migrates from empty."""
+    global _migrated_file
+    if _migrated_file is None:
+        import tempfile
+
+        from tms.db.sqlite import SqliteDatabase
+
+        path = Path(tempfile.mkdtemp(prefix="tms-migrated-")) / "tms.db"
+
+        async def migrate() -> None:
+            db = SqliteDatabase(path, readers=1)
+            await db.open()
+            await db.close()  # the last connection to close folds the WAL into the file
+
+        asyncio.run(migrate())
+        _migrated_file = path
+    return _migrated_file
+
+
+_migrated_file: Path | None = None
+
+
 @dataclass
 class ServerProcess:
     data_dir: Path
@@ -61,9 +107,38 @@ class ServerProcess:
     port: int = 0
     process: subprocess.Popen[str] | None = None
     log_path: Path = field(init=False)
+    # the session server keeps its database open in this process for make_tenant (see _AdminLoop)
+    keep_database_open: bool = False
+    _admin_db: Any = None
 
     def __post_init__(self) -> None:
         self.log_path = self.data_dir.parent / f"server-{self.data_dir.name}.log"
+
+    def seed_migrated(self) -> ServerProcess:
+        """Starts this fresh data dir from an already migrated database instead of an empty one."""
+        if not postgres_cluster.selected() and not self.db_path.exists():  # PostgreSQL: database_url_for
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(_migrated_sqlite_file(), self.db_path)
+        return self
+
+    def run_admin(self, action: Callable[[Any], Any]) -> Any:
+        """``run_admin`` on this server's database; kept open between calls when ``keep_database_open``."""
+        if not self.keep_database_open:
+            return run_admin(self.db_path, action)
+
+        async def run() -> Any:
+            if self._admin_db is None:
+                db = open_database(self.db_path)
+                await db.open()
+                self._admin_db = db
+            return await action(self._admin_db)
+
+        return _admin_loop.run(run)
+
+    def _close_admin_database(self) -> None:
+        if self._admin_db is not None:
+            db, self._admin_db = self._admin_db, None
+            _admin_loop.run(db.close)
 
     @property
     def url(self) -> str:
@@ -110,6 +185,10 @@ class ServerProcess:
             time.sleep(0.05)
         raise RuntimeError(f"tms serve did not start:\n{self.log()}")
 
+    def http_client(self, **options: Any) -> httpx.Client:
+        """An httpx client for this server (``tests/inprocess.py``'s app answers the same call)."""
+        return httpx.Client(base_url=self.url, **options)
+
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
 
@@ -118,6 +197,7 @@ class ServerProcess:
         return match.group(1) if match else None
 
     def stop(self) -> None:
+        self._close_admin_database()
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -128,6 +208,7 @@ class ServerProcess:
 
     def kill(self) -> None:
         """kill -9: no shutdown hooks run."""
+        self._close_admin_database()
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -138,8 +219,10 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
     started: list[ServerProcess] = []
 
     def start(env: dict[str, str] | None = None, data_dir: Path | None = None) -> ServerProcess:
-        directory = data_dir or tmp_path_factory.mktemp("data")
-        server = ServerProcess(directory, env or {}).start()
+        server = ServerProcess(data_dir or tmp_path_factory.mktemp("data"), env or {})
+        if data_dir is None:
+            server.seed_migrated()
+        server.start()
         started.append(server)
         return server
 
@@ -157,7 +240,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         # itself is tested on a server of its own, tests/test_web_login.py)
         {"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2", "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2",
          "TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": "100000"},
-    ).start()
+        keep_database_open=True,
+    ).seed_migrated().start()
     yield srv
     srv.stop()
 
@@ -213,9 +297,7 @@ class Tenant:
 
     def client(self, scope: str = "write") -> httpx.Client:
         token = {"write": self.write_token, "read": self.read_token}[scope]
-        return httpx.Client(
-            base_url=self.server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
-        )
+        return self.server.http_client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
     @property
     def api(self) -> httpx.Client:
@@ -229,7 +311,7 @@ class Tenant:
 
     def web(self) -> httpx.Client:
         """A browser-like client signed in to the web UI, with the CSRF token in its headers."""
-        client = httpx.Client(base_url=self.server.url, timeout=30, follow_redirects=False)
+        client = self.server.http_client(timeout=30, follow_redirects=False)
         page = client.get("/login")
         token = client.cookies.get("csrftoken") or ""
         response = client.post(
@@ -260,12 +342,39 @@ def make_tenant_on(server: ServerProcess, name: str | None = None) -> Tenant:
         read = await tokens.create_token(db, tenant_id, "reporting", "read")
         return Tenant(server, tenant_id, tenant_name, write.token, read.token, email, password)
 
-    return run_admin(server.db_path, create)  # type: ignore[no-any-return]
+    return server.run_admin(create)  # type: ignore[no-any-return]
 
 
 @pytest.fixture
-def make_tenant(server: ServerProcess) -> Callable[..., Tenant]:
-    return lambda name=None, on=None: make_tenant_on(on or server, name)
+def host(request: pytest.FixtureRequest) -> Any:
+    """Where ``tenant``/``make_tenant`` live: the session server, or the in-process app
+    (``tests/inprocess.py``) for a module that sets ``IN_PROCESS = True`` (API and web behaviour
+    that needs no process of its own: ~4x less CPU per test)."""
+    if getattr(request.module, "IN_PROCESS", False):
+        return request.getfixturevalue("app_server")
+    return request.getfixturevalue("server")
+
+
+@pytest.fixture
+def make_tenant(host: Any) -> Callable[..., Tenant]:
+    return lambda name=None, on=None: make_tenant_on(on or host, name)
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One in-process app per test worker (``tests/inprocess.py``); tenancy keeps tests apart, as on
+    ``server``."""
+    from tests.inprocess import InProcessServer
+
+    app = InProcessServer(tmp_path_factory.mktemp("inprocess-data"), {}).start()
+    yield app
+    app.stop()
+
+
+@pytest.fixture
+def app_tenant(app_server: Any) -> Tenant:
+    """A tenant of the in-process app."""
+    return make_tenant_on(app_server)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from tests.conftest import Tenant, run_admin
+from tests.conftest import Tenant
 
 _numbers = itertools.count(1)
 
@@ -31,11 +31,11 @@ def add_member(tenant: Tenant, role: str) -> Member:
     async def create(db: object) -> str:
         return await accounts.create_user(db, tenant.id, email, password, role)  # type: ignore[arg-type]
 
-    return Member(run_admin(tenant.server.db_path, create), email, password, role)
+    return Member(tenant.server.run_admin(create), email, password, role)
 
 
 def web_as(tenant: Tenant, email: str, password: str) -> httpx.Client:
-    client = httpx.Client(base_url=tenant.server.url, timeout=30, follow_redirects=False)
+    client = tenant.server.http_client(timeout=30, follow_redirects=False)
     client.get("/login")
     token = client.cookies.get("csrftoken") or ""
     response = client.post("/login", data={"email": email, "password": password, "_csrf_token": token})

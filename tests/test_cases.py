@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import Tenant, assert_problem
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = (
     "Feature: Login\n  Scenario: valid password\n    Given a user\n    When she signs in\n    Then she sees home\n"
 )
@@ -260,7 +262,6 @@ def test_bad_list_parameters_are_400(tenant: Tenant, params: dict) -> None:
 
 def test_services_create_cases_in_one_transaction(tenant: Tenant) -> None:
     """create_cases (used by AI drafts) writes every case or none."""
-    from tests.conftest import run_admin
     from tms.errors import InvalidInput
     from tms.library.cases import service as case_service
 
@@ -272,7 +273,7 @@ def test_services_create_cases_in_one_transaction(tenant: Tenant) -> None:
                 {"title": "ok", "bdd_content": FEATURE}, {"title": "bad", "bdd_content": "Given x"}])
         return made
 
-    made = run_admin(tenant.server.db_path, create)
+    made = tenant.server.run_admin(create)
     assert [c.code for c in made] == ["TC-1", "AI-1"]
     listed = tenant.api.get("/api/v1/cases").json()
     assert [c["code"] for c in listed["data"]] == ["TC-1", "AI-1"]

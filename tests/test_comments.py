@@ -11,8 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Tenant, assert_problem, run_admin
+from tests.conftest import Tenant, assert_problem
 from tests.team_helpers import add_member, web_as
+
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
 
 GHERKIN = "Feature: F\n  Scenario: S\n    Given x\n"
 
@@ -37,8 +39,8 @@ def _second_token(tenant: Tenant) -> httpx.Client:
     async def create(db: Any) -> str:
         return (await tokens.create_token(db, tenant.id, "other", "read,write")).token
 
-    secret = run_admin(tenant.server.db_path, create)
-    return httpx.Client(base_url=tenant.server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    secret = tenant.server.run_admin(create)
+    return tenant.server.http_client(headers={"Authorization": f"Bearer {secret}"}, timeout=30)
 
 
 def _comments(client: httpx.Client, path: str) -> list[dict[str, Any]]:

@@ -15,6 +15,8 @@ from tests.conftest import Tenant, assert_problem
 from tests.team_helpers import add_member, web_as
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 TESTRAIL = Path(__file__).parent / "fixtures" / "testrail" / "shop_suite.xml"
 GHERKIN = "Feature: F\n  Scenario: S\n    Given a step\n"
 

@@ -12,6 +12,8 @@ from tests.conftest import Tenant, assert_problem
 from tests.test_failures import case, failures_of, ingest, wait_for
 from tms.failures.fingerprints import EMPTY
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 STEPS = "Feature: F\n  Scenario: S\n    Given the shop is open\n    When I pay by card\n    Then I see a receipt\n"
 
 

@@ -14,6 +14,8 @@ from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 from tests.test_runs import events_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def ingest(tenant: Tenant, body: Any, headers: dict[str, str] | None = None, gz: bool = False) -> Any:
     content = json.dumps(body).encode()

@@ -13,6 +13,8 @@ from typing import Any
 
 from tests.conftest import Tenant
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = "Feature: F\n  Scenario: s\n    Given a step\n    Then it passes\n"
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from tests.conftest import Tenant, assert_problem
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = (
     "Feature: Login\n  Scenario: valid password\n    Given a user\n    When she signs in\n    Then she sees home\n"
 )

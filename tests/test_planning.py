@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 ZERO = {"total": 0, "passed": 0, "failed": 0, "broken": 0, "skipped": 0, "unknown": 0}
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from tests.conftest import Tenant, assert_problem
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def test_create_and_list_project(tenant: Tenant) -> None:
     response = tenant.api.post(

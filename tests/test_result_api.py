@@ -7,6 +7,8 @@ from tests.team_helpers import add_member
 from tests.test_cases import new_case
 from tests.test_runs import events_of, new_run
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 GHERKIN = """Feature: Checkout
   Background:
     Given a signed-in shopper

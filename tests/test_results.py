@@ -13,6 +13,8 @@ from tests.conftest import Tenant, assert_problem
 from tests.test_cases import new_case
 from tests.test_runs import events_of, new_run
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 ALL_FIELDS = {
     "status": "FAILED", "comment": "flaky on CI", "bug_ticket_key": "BUG-1",
     "bug_ticket_url": "https://tracker.example/BUG-1", "duration_ms": 1234, "framework": "pytest",

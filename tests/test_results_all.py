@@ -8,6 +8,8 @@ from typing import Any
 
 from tests.conftest import Tenant, assert_problem
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = "Feature: f\n  Scenario: s\n    Given a step\n"
 LINKED, UNLINKED = 1_200, 800  # both tables cross the server's 1,000-row chunks
 

@@ -7,9 +7,11 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import Tenant, assert_problem, run_admin
+from tests.conftest import Tenant, assert_problem
 from tests.team_helpers import Member, add_member, web_as
 from tests.web_helpers import HTML, every_post_form_has_csrf, flashes, follow, text_of
+
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
 
 GHERKIN = "Feature: F\n  Scenario: S\n    Given a step\n"
 
@@ -22,8 +24,8 @@ def api_of(tenant: Tenant, member: Member) -> httpx.Client:
         return (await tokens.create_token(db, tenant.id, f"{member.role} token", "read,write",
                                           created_by=member.id)).token
 
-    token = run_admin(tenant.server.db_path, create)
-    return httpx.Client(base_url=tenant.server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    token = tenant.server.run_admin(create)
+    return tenant.server.http_client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
 def new_case(api: httpx.Client, project: str, **more: Any) -> dict[str, Any]:

@@ -149,8 +149,8 @@ NOT_ROLE_CHECKED = {
 
 
 @pytest.fixture(scope="module")
-def team(server: ServerProcess) -> tuple[Tenant, dict[str, Member]]:
-    tenant = make_tenant_on(server, "Roles")
+def team(app_server: ServerProcess) -> tuple[Tenant, dict[str, Member]]:
+    tenant = make_tenant_on(app_server, "Roles")  # in-process (tests/inprocess.py)
     return tenant, {role: add_member(tenant, role) for role in ("viewer", "tester", "admin")}
 
 

@@ -6,6 +6,8 @@ from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 from tests.test_runs import new_run
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def test_add_cases_prepopulates_unknown_results_and_keeps_counts(tenant: Tenant) -> None:
     project = tenant.create_project()

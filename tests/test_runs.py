@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import Tenant, assert_problem, connect_db
 from tests.test_cases import new_case
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def events_of(tenant: Tenant, event: str) -> list[dict[str, Any]]:
     """The outbox rows of one tenant and event, oldest first (the dispatcher delivers from there)."""

@@ -15,6 +15,8 @@ from tests.test_runs import new_run
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow
 from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 LOGIN = "Given I open the shop\nAnd I sign in as \"ann\"\n"
 
 

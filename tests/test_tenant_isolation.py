@@ -314,9 +314,9 @@ NOT_TENANT_SCOPED = {
 
 
 @pytest.fixture(scope="module")
-def two_tenants(server: ServerProcess) -> tuple[Tenant, Tenant, Owned]:
-    victim = make_tenant_on(server, "Victim")
-    attacker = make_tenant_on(server, "Attacker")
+def two_tenants(app_server: ServerProcess) -> tuple[Tenant, Tenant, Owned]:
+    victim = make_tenant_on(app_server, "Victim")
+    attacker = make_tenant_on(app_server, "Attacker")
     return victim, attacker, _owned_resources(victim)
 
 

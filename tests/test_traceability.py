@@ -15,6 +15,8 @@ from tests.conftest import Tenant, assert_problem
 from tests.test_defects import TOKEN, FakeTracker, tracker  # noqa: F401 - the fixture
 from tests.test_integrations import GHERKIN
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def case(tenant: Tenant, project_id: str, title: str, tickets: list[tuple[str, str]], **fields: Any) -> str:
     body = {"title": title, "bdd_content": GHERKIN, "project_id": project_id,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-import httpx
-
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, follow, text_of
+
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
 
 FEATURE = """@smoke
 Feature: Checkout
@@ -171,7 +171,7 @@ def test_case_forms_need_csrf(tenant: Tenant) -> None:
 
 
 def test_anonymous_is_sent_to_login(tenant: Tenant) -> None:
-    response = httpx.get(f"{tenant.server.url}/cases")
+    response = tenant.server.http_client().get("/cases")
     assert response.status_code in (302, 303, 307) and "/login" in response.headers["location"]
 
 

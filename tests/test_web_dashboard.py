@@ -7,6 +7,8 @@ import re
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = "Feature: f\n  Scenario: s\n    Given a step\n"
 
 

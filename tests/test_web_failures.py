@@ -7,6 +7,8 @@ from tests.conftest import Tenant
 from tests.test_failures import cases, ingest, payment_failure, timeout_failure
 from tests.web_helpers import every_post_form_has_csrf, field_error, input_value, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def _two_runs(tenant: Tenant) -> tuple[str, str, str]:
     project = tenant.create_project("Shop")["id"]

@@ -12,6 +12,8 @@ from typing import Any
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FIXTURE = Path(__file__).parent / "fixtures" / "testrail" / "shop_suite.xml"
 FEATURE = "Feature: F\n  Scenario: S\n    Given a thing\n    When it runs\n    Then it works\n"
 

@@ -10,6 +10,8 @@ from tests.test_cases import new_case
 from tests.test_planning import audit_of, new_milestone, new_plan
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow, input_value, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 17
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-import httpx
-
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, flashes, follow, input_value, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def test_pages_need_a_session(tenant: Tenant) -> None:
-    anon = httpx.Client(base_url=tenant.server.url)
+    anon = tenant.server.http_client()
     for path in ("/", "/projects", "/settings/tokens"):
         response = anon.get(path)
         assert response.status_code in (302, 303, 307), path

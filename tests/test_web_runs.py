@@ -10,6 +10,8 @@ import zlib
 from tests.conftest import Tenant, connect_db
 from tests.web_helpers import HTML, every_post_form_has_csrf, follow, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 FEATURE = "Feature: f\n  Scenario: s\n    Given a step\n"
 
 

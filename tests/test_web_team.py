@@ -9,6 +9,8 @@ from tests.team_helpers import add_member, web_as
 from tests.test_result_api import GHERKIN
 from tests.web_helpers import every_post_form_has_csrf, field_error, text_of
 
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
+
 
 def _path(url: str) -> str:
     return "/" + url.split("://", 1)[1].split("/", 1)[1]
@@ -57,8 +59,7 @@ def test_invite_accept_sign_in_and_the_link_works_once(tenant: Tenant) -> None:
 
 
 def web_as_anonymous(tenant: Tenant):
-    import httpx
-    client = httpx.Client(base_url=tenant.server.url, timeout=30, follow_redirects=False)
+    client = tenant.server.http_client(timeout=30, follow_redirects=False)
     client.get("/login")
     return client
 

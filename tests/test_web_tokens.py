@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-import httpx
-
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, field_error, follow, text_of
+
+IN_PROCESS = True  # behaviour of the API/web only: runs in the in-process app (tests/inprocess.py)
 
 
 def _new_token(html: str) -> str | None:
@@ -29,7 +29,7 @@ def test_create_token_shown_once_and_works(tenant: Tenant) -> None:
     assert f"svc_{token.split('_')[1]}_" in again.text
     row = text_of(again.text)
     assert "GitLab CI" in row and "never" in row
-    me = httpx.get(f"{tenant.server.url}/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    me = tenant.server.http_client().get("/api/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert me.status_code == 200 and me.json()["scopes"] == ["read", "write"]
 
 
@@ -49,13 +49,13 @@ def test_revoke_stops_token_immediately(tenant: Tenant) -> None:
     token = _new_token(follow(web, web.post("/settings/tokens", data={"name": "temp", "scopes": "read"})).text)
     assert token
     headers = {"Authorization": f"Bearer {token}"}
-    assert httpx.get(f"{tenant.server.url}/api/v1/me", headers=headers).status_code == 200
+    assert tenant.server.http_client().get("/api/v1/me", headers=headers).status_code == 200
     page = web.get("/settings/tokens", headers=HTML)
     token_id = re.search(r'action="/settings/tokens/([^/"]+)/revoke"[^>]*data-confirm="Revoke “temp”', page.text)
     assert token_id
     revoked = follow(web, web.post(f"/settings/tokens/{token_id.group(1)}/revoke"))
     assert "Token revoked" in revoked.text and "Revoked" in revoked.text
-    assert httpx.get(f"{tenant.server.url}/api/v1/me", headers=headers).status_code == 401
+    assert tenant.server.http_client().get("/api/v1/me", headers=headers).status_code == 401
 
 
 def test_cannot_revoke_other_tenants_token(tenant: Tenant, other_tenant: Tenant) -> None:
