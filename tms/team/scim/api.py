@@ -9,7 +9,7 @@ error body (``urn:ietf:params:scim:api:messages:2.0:Error``) with the status as 
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 from litestar import Request, Response, Router, delete, get, patch, post, put, route
@@ -17,27 +17,27 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions import NotFoundException as LitestarNotFound
 from litestar.handlers.base import BaseRouteHandler
-from scim2_models import (
-    Error,
-    ForbiddenException,
-    Group,
-    InvalidSyntaxException,
-    InvalidValueException,
-    Meta,
-    NotFoundException,
-    NotImplementedException,
-    SCIMException,
-    UnauthorizedException,
-)
 
 from tms.errors import DISK_FULL_DETAIL, DomainError
 from tms.http.api_auth import ApiRequest
 from tms.http.problems import handle_unexpected
+from tms.lazy import lazy_module
 from tms.state import DatabaseDep, app_state, config_of, db_of
 from tms.team.audit.service import Actor, acting_as
-from tms.team.scim import groups, service
-from tms.team.scim.models import MEDIA_TYPE, PROVIDER, UserResource
 from tms.team.tokens.service import verify_token
+
+if TYPE_CHECKING:
+    import scim2_models as scim2
+
+    from tms.team.scim import groups, models, service
+else:
+    # SCIM's models (pydantic, scim2-models) load on the first SCIM request, not at every start (tms.lazy)
+    scim2 = lazy_module("scim2_models")
+    groups = lazy_module("tms.team.scim.groups")
+    models = lazy_module("tms.team.scim.models")
+    service = lazy_module("tms.team.scim.service")
+
+MEDIA_TYPE = "application/scim+json"
 
 SCIM: dict[str, Any] = {"opt": {"scope": "scim"}}
 T = TypeVar("T")
@@ -50,17 +50,18 @@ async def scim_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: Ba
     header = connection.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented.strip():
-        raise UnauthorizedException(detail="Missing or malformed Authorization header; use 'Bearer <token>'.")
+        raise scim2.UnauthorizedException(
+            detail="Missing or malformed Authorization header; use 'Bearer <token>'.")
     state = app_state(connection)
     principal = await verify_token(state.db, presented.strip())
     if principal is None:
-        raise UnauthorizedException(detail="The token is invalid, revoked, or its tenant is suspended.")
+        raise scim2.UnauthorizedException(detail="The token is invalid, revoked, or its tenant is suspended.")
     state.token_usage.mark(principal.token_id)
     acting_as(Actor("token", principal.token_id, principal.token_name))
     if "scim" not in principal.scopes:
         await service.record_refused(state.db, principal.tenant_id, principal.token_id,
                                      "token without the scim scope", _request_line(connection))
-        raise ForbiddenException(detail="SCIM provisioning needs a token with the 'scim' scope.")
+        raise scim2.ForbiddenException(detail="SCIM provisioning needs a token with the 'scim' scope.")
     connection.scope["user"] = principal
 
 
@@ -73,7 +74,7 @@ async def _write(request: ApiRequest, work: Awaitable[T]) -> T:
     is an audit entry too."""
     try:
         return await work
-    except NotFoundException:
+    except scim2.NotFoundException:
         await service.record_refused(db_of(request), request.user.tenant_id, request.user.token_id,
                                      "no such resource in this team", _request_line(request))
         raise
@@ -92,7 +93,7 @@ async def _payload(request: ApiRequest) -> Any:
     try:
         return msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        raise InvalidSyntaxException(detail="the body is not readable JSON") from None
+        raise scim2.InvalidSyntaxException(detail="the body is not readable JSON") from None
 
 
 def _created(body: dict[str, Any]) -> Response[bytes]:
@@ -107,45 +108,46 @@ def _actor(request: ApiRequest) -> str:
 
 def _discovered(request: ApiRequest, item: Any, kind: str) -> Any:
     copy = item.model_copy(deep=True)
-    copy.meta = Meta(resource_type=kind, location=f"{_base(request)}/{kind}s/{item.id}")
+    copy.meta = scim2.Meta(resource_type=kind, location=f"{_base(request)}/{kind}s/{item.id}")
     return copy
 
 
 @get("/ServiceProviderConfig", **SCIM)
 async def service_provider_config(request: ApiRequest) -> Response[bytes]:
-    config = PROVIDER.config
+    config = models.PROVIDER.config
     assert config is not None
     copy = config.model_copy(deep=True)
-    copy.meta = Meta(resource_type="ServiceProviderConfig", location=f"{_base(request)}/ServiceProviderConfig")
+    copy.meta = scim2.Meta(resource_type="ServiceProviderConfig",
+                           location=f"{_base(request)}/ServiceProviderConfig")
     return _answer(copy.model_dump(mode="json"))
 
 
 @get("/ResourceTypes", **SCIM)
 async def resource_types(request: ApiRequest) -> Response[bytes]:
-    items = [_discovered(request, item, "ResourceType") for item in PROVIDER.resource_types]
+    items = [_discovered(request, item, "ResourceType") for item in models.PROVIDER.resource_types]
     return _answer(service.discovery_list(items))
 
 
 @get("/ResourceTypes/{type_id:str}", **SCIM)
 async def resource_type(request: ApiRequest, type_id: str) -> Response[bytes]:
-    for item in PROVIDER.resource_types:
+    for item in models.PROVIDER.resource_types:
         if item.id == type_id:
             return _answer(_discovered(request, item, "ResourceType").model_dump(mode="json"))
-    raise NotFoundException(detail=f"no resource type {type_id}")
+    raise scim2.NotFoundException(detail=f"no resource type {type_id}")
 
 
 @get("/Schemas", **SCIM)
 async def schemas(request: ApiRequest) -> Response[bytes]:
-    items = [_discovered(request, item, "Schema") for item in PROVIDER.schemas]
+    items = [_discovered(request, item, "Schema") for item in models.PROVIDER.schemas]
     return _answer(service.discovery_list(items))
 
 
 @get("/Schemas/{schema_id:str}", **SCIM)
 async def schema(request: ApiRequest, schema_id: str) -> Response[bytes]:
-    for item in PROVIDER.schemas:
+    for item in models.PROVIDER.schemas:
         if item.id == schema_id:
             return _answer(_discovered(request, item, "Schema").model_dump(mode="json"))
-    raise NotFoundException(detail=f"no schema {schema_id}")
+    raise scim2.NotFoundException(detail=f"no schema {schema_id}")
 
 
 # --- users ------------------------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ def _query_search(request: ApiRequest) -> dict[str, Any]:
             try:
                 body[name] = int(value)
             except ValueError:
-                raise InvalidValueException(detail=f"{name} must be an integer") from None
+                raise scim2.InvalidValueException(detail=f"{name} must be an integer") from None
         elif name is not None:
             body[name] = value
     return body
@@ -169,13 +171,13 @@ def _query_search(request: ApiRequest) -> dict[str, Any]:
 
 @get("/Users", **SCIM)
 async def list_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    search = service.search_request(UserResource, _query_search(request))
+    search = service.search_request(models.UserResource, _query_search(request))
     return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Users/.search", **SCIM)
 async def search_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    search = service.search_request(UserResource, await _payload(request))
+    search = service.search_request(models.UserResource, await _payload(request))
     return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
 
 
@@ -188,7 +190,7 @@ async def create_user(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
 
 @get("/Users/{user_id:str}", **SCIM)
 async def get_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
-    params = service.response_parameters(UserResource, request.query_params.get("attributes"),
+    params = service.response_parameters(models.UserResource, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
     return _answer(await service.get_user(db, request.user.tenant_id, _base(request), user_id, params))
 
@@ -214,13 +216,13 @@ async def delete_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Non
 
 @get("/Groups", **SCIM)
 async def list_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    search = service.search_request(Group, _query_search(request))
+    search = service.search_request(scim2.Group, _query_search(request))
     return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
 @post("/Groups/.search", **SCIM)
 async def search_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    search = service.search_request(Group, await _payload(request))
+    search = service.search_request(scim2.Group, await _payload(request))
     return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
 
 
@@ -233,7 +235,7 @@ async def create_group(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
 
 @get("/Groups/{group_id:str}", **SCIM)
 async def get_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    params = service.response_parameters(Group, request.query_params.get("attributes"),
+    params = service.response_parameters(scim2.Group, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
     return _answer(await groups.get_group(db, request.user.tenant_id, _base(request), group_id, params))
 
@@ -258,23 +260,23 @@ async def delete_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> N
 
 @post("/.search", **SCIM)
 async def search_everything() -> None:
-    raise NotImplementedException(detail="search /Users/.search or /Groups/.search: one resource type at a time")
+    raise scim2.NotImplementedException(detail="search /Users/.search or /Groups/.search: one resource type at a time")
 
 
 @route("/{rest:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE"], **SCIM)
 async def nowhere(rest: str) -> None:
-    raise NotFoundException(detail=f"nothing at /scim/v2{rest}")
+    raise scim2.NotFoundException(detail=f"nothing at /scim/v2{rest}")
 
 
 # --- errors -----------------------------------------------------------------------------------------------
 
 def _error(status: int, detail: str, scim_type: str | None = None,
            headers: dict[str, str] | None = None) -> Response[bytes]:
-    body = Error(status=status, scim_type=scim_type, detail=detail).model_dump(mode="json")
+    body = scim2.Error(status=status, scim_type=scim_type, detail=detail).model_dump(mode="json")
     return Response(msgspec.json.encode(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
-def _scim_error(request: Request[Any, Any, Any], exc: SCIMException) -> Response[bytes]:
+def _scim_error(request: Request[Any, Any, Any], exc: scim2.SCIMException) -> Response[bytes]:
     error = exc.to_error()
     status = int(error.status or exc.status)
     headers = {"WWW-Authenticate": 'Bearer realm="tms scim"'} if status == 401 else None
@@ -297,6 +299,9 @@ def _domain_error(request: Request[Any, Any, Any], exc: DomainError) -> Response
 
 
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    # SCIM's own errors arrive here too: keying a handler on their class would load the library at start
+    if isinstance(exc, scim2.SCIMException):
+        return _scim_error(request, exc)
     answered = handle_unexpected(request, exc)  # logs it, as everywhere; a full disk is a 507
     if answered.status_code == 507:
         return _error(507, DISK_FULL_DETAIL)
@@ -314,7 +319,6 @@ def router() -> Router:
         ],
         guards=[scim_guard],
         exception_handlers={
-            SCIMException: _scim_error,
             HTTPException: _http_error,
             DomainError: _domain_error,
             Exception: _unexpected,

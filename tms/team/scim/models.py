@@ -24,13 +24,10 @@ from scim2_models import (
     User,
 )
 
-MEDIA_TYPE = "application/scim+json"
 MAX_RESULTS = 200  # a page of a list or search; also the default count
 # User resources carry the enterprise extension (Entra ID, Okta and OneLogin send it)
 UserResource: Any = User[EnterpriseUser]
 
-DEFAULT_GROUP_ROLE_MAP = {"tms-admins": "admin", "tms-testers": "tester", "tms-viewers": "viewer"}
-DEFAULT_ROLE = "viewer"
 
 CONFIG = ServiceProviderConfig(
     patch=Patch(supported=True),

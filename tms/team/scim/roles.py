@@ -15,9 +15,11 @@ from tms.ids import now_iso
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.scim import store
-from tms.team.scim.models import DEFAULT_GROUP_ROLE_MAP, DEFAULT_ROLE
 
 ROLE_ORDER = ("viewer", "tester", "admin")
+# a tenant that never saved its map (here, not in .models: LDAP reads the map without loading SCIM's models)
+DEFAULT_GROUP_ROLE_MAP = {"tms-admins": "admin", "tms-testers": "tester", "tms-viewers": "viewer"}
+DEFAULT_ROLE = "viewer"
 
 
 @dataclass(frozen=True, slots=True)
