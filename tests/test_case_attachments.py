@@ -90,7 +90,7 @@ def test_the_size_limit_applies(start_server: Any) -> None:
 
 
 def test_a_case_holds_at_most_100(tenant: Tenant) -> None:
-    from tms.attachments.service import MAX_CASE_ATTACHMENTS, MAX_FILES
+    from tms.attachments.upload import MAX_CASE_ATTACHMENTS, MAX_FILES
 
     case = new_case(tenant)
     batch = [(f"n{i}.txt", f"note {i}\n".encode(), "text/plain") for i in range(MAX_FILES)]
