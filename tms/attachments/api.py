@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
-from litestar import get, post
+from litestar import delete, get, post
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import File, Redirect, Response
@@ -122,6 +122,19 @@ async def download_attachment(request: ApiRequest, attachment_id: str) -> Respon
     if stored.redirect:
         return Redirect(stored.redirect, status_code=302, headers={"Cache-Control": "private, no-store"})
     return attachment_file(stored)
+
+
+@delete(
+    "/attachments/{attachment_id:str}",
+    **requires("write"),
+    summary="Delete an attachment",
+    description="One attachment of a result or of a test case goes (204); its stored file leaves the "
+    "attachment store once no other attachment of the tenant has the same bytes.",
+)
+async def delete_attachment(request: ApiRequest, attachment_id: str) -> None:
+    state = app_state(request)
+    await attachment_service.delete_attachment(state.db, request.user.tenant_id, attachment_id,
+                                               state.attachment_store)
 
 
 class _OpenedFileSystem:

@@ -24,6 +24,7 @@ from tms.attachments.objects import AttachmentStore, OpenedObject
 from tms.config import Config, ConfigError
 from tms.db import Database, Row, Transaction
 from tms.errors import NotFound
+from tms.team.audit import service as audit
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,21 @@ async def forget_case_attachments(tx: Transaction, db: Database, store: Attachme
     """In the transaction deleting these cases (their case_attachments rows go by the foreign key):
     once it commits, the objects nothing references any more leave the store."""
     forget_after_commit(tx, db, store, await attachment_store.case_object_keys(tx, tenant_id, case_ids))
+
+
+async def delete_attachment(db: Database, tenant_id: str, attachment_id: str, store: AttachmentStore, *,
+                            case_id: str | None = None) -> None:
+    """Deletes one attachment of a result or of a test case (another tenant's id: 404; with ``case_id``
+    only an attachment of that case), with an audit entry. Its object leaves the store once the
+    deletion commits, unless another attachment still references the same bytes (never on rollback)."""
+    async with db.transaction() as tx:
+        gone = await attachment_store.delete_one(tx, tenant_id, attachment_id, case_id)
+        if gone is None:
+            raise NotFound(f"attachment {attachment_id} not found")
+        owner_kind, owner_id, file_name, object_key = gone
+        await audit.record(tx, tenant_id, "attachment.deleted", owner_kind, owner_id,
+                           {"attachment_id": attachment_id, "file": file_name})
+        forget_after_commit(tx, db, store, [object_key])
 
 
 def content_disposition(disposition: str, file_name: str) -> str:

@@ -75,6 +75,28 @@ async def insert_case_attachments(tx: Transaction, rows: list[tuple[Any, ...]]) 
     )
 
 
+async def delete_one(tx: Transaction, tenant_id: str, attachment_id: str,
+                     case_id: str | None = None) -> tuple[str, str, str, str] | None:
+    """Deletes the tenant's attachment of a result or of a test case with this id (with ``case_id``:
+    only an attachment of that case); returns (owner kind, owner id, file name, object key) of the row
+    that went, or None (no such attachment)."""
+    if case_id is None:
+        rows = await tx.fetch_all(
+            "DELETE FROM attachments WHERE tenant_id = ? AND id = ? RETURNING result_id, file_name, object_key",
+            (tenant_id, attachment_id),
+        )
+        if rows:
+            return "result", rows[0]["result_id"], rows[0]["file_name"], rows[0]["object_key"] or ""
+    rows = await tx.fetch_all(
+        "DELETE FROM case_attachments WHERE tenant_id = ? AND id = ? AND case_id = COALESCE(?, case_id) "
+        "RETURNING case_id, file_name, object_key",
+        (tenant_id, attachment_id, case_id),
+    )
+    if rows:
+        return "case", rows[0]["case_id"], rows[0]["file_name"], rows[0]["object_key"]
+    return None
+
+
 async def case_object_keys(tx: Transaction, tenant_id: str, case_ids: list[str]) -> list[str]:
     """The object keys the attachments of these cases name (read before the cases go)."""
     keys: list[str] = []
