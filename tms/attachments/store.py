@@ -239,7 +239,7 @@ async def finish_deleting(tx: Transaction, keys: list[str], deleted: bool) -> No
             await tx.execute(f"UPDATE attachment_objects SET deleting = 0 WHERE object_key IN ({marks})", chunk)
 
 
-async def known_object_keys(db: Database, keys: list[str]) -> set[str]:
+async def known_object_keys(db: Database | Transaction, keys: list[str]) -> set[str]:
     """Which of these keys found in the store have a row (the rest are strays)."""
     found: set[str] = set()
     for chunk in chunks(keys):
@@ -277,14 +277,21 @@ async def copied_keys(db: Database, target: str, keys: list[str]) -> set[str]:
     return found
 
 
-async def record_copy(tx: Transaction, target: str, key: str, sha256: str, size: int, at: str) -> None:
-    await tx.execute(
+async def record_copies(tx: Transaction, target: str, copies: list[tuple[str, str, int]], at: str) -> None:
+    """copies: (object_key, sha256, size) verified in ``target``; one statement each for the batch. An
+    object deleted meanwhile (its row gone) is skipped rather than failing the batch."""
+    present = await known_object_keys(tx, [key for key, _sha256, _size in copies])
+    copies = [copy for copy in copies if copy[0] in present]
+    if not copies:
+        return
+    await tx.executemany(
         "INSERT INTO attachment_copies (target, object_key, sha256, size, verified_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (target, object_key) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, "
         "verified_at = excluded.verified_at",
-        (target, key, sha256, size, at),
+        [(target, key, sha256, size, at) for key, sha256, size in copies],
     )
-    await tx.execute("UPDATE attachment_objects SET sha256 = ? WHERE object_key = ? AND sha256 IS NULL", (sha256, key))
+    await tx.executemany("UPDATE attachment_objects SET sha256 = ? WHERE object_key = ? AND sha256 IS NULL",
+                         [(sha256, key) for key, sha256, _size in copies])
 
 
 async def count_objects(db: Database) -> int:
