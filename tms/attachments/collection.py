@@ -28,6 +28,9 @@ _PENDING: set[asyncio.Task[Any]] = set()
 # after-commit collections running at once in one process: a sweep commits a chunk of results after
 # another without waiting for their objects, so the store sees at most this many deletions in flight
 COLLECTORS = 4
+# objects collected per round: one transaction marks them, one call of the store deletes them (S3:
+# DeleteObjects of 1,000 keys a request), one transaction forgets them
+COLLECT_BATCH = 2_000
 _GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
@@ -76,8 +79,8 @@ async def collect(db: Database, store: AttachmentStore, keys: list[str]) -> int:
     """Deletes those of these objects that no attachment references and no upload claims; returns
     how many. The rows are marked first, so an upload of the same bytes waits instead of racing."""
     removed = 0
-    for start in range(0, len(keys), attachment_store.IN_CHUNK):
-        chunk = keys[start : start + attachment_store.IN_CHUNK]
+    for start in range(0, len(keys), COLLECT_BATCH):
+        chunk = keys[start : start + COLLECT_BATCH]
         async with db.transaction() as tx:
             marked = await attachment_store.mark_deleting(tx, chunk, now_iso())
         if not marked:
