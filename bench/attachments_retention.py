@@ -78,9 +78,7 @@ async def put_objects(store: AttachmentStore, keys: list[tuple[str, bytes]]) -> 
 def seed(server: ServerProcess, tenant_id: str, store: AttachmentStore, days: int) -> tuple[int, float]:
     """One attachment (and object) per unlinked result of the tenant; the runs dated ``days`` back."""
     start = time.perf_counter()
-    connection = connect_db(server.db_path)
-    result_ids = [row[0] for row in connection.execute(
-        "SELECT id FROM unlinked_test_results WHERE tenant_id = ? ORDER BY id", (tenant_id,)).fetchall()]
+    result_ids = asyncio.run(_result_ids(server, tenant_id))
     at = now_iso()
     attachments, objects_rows, blobs = [], [], []
     for i, result_id in enumerate(result_ids):
@@ -92,16 +90,7 @@ def seed(server: ServerProcess, tenant_id: str, store: AttachmentStore, days: in
                             attachment_id, at, key))
         objects_rows.append((key, tenant_id, sha, len(data), at))
         blobs.append((key, data))
-    connection.executemany(
-        "INSERT INTO attachments (id, tenant_id, result_id, file_name, mime_type, size, storage_name, created_at, "
-        "object_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", attachments)
-    connection.executemany(
-        "INSERT INTO attachment_objects (object_key, tenant_id, sha256, size, created_at) VALUES (?, ?, ?, ?, ?)",
-        objects_rows)
-    connection.execute("UPDATE test_runs SET created_at = ? WHERE tenant_id = ?",
-                       (iso(datetime.now(UTC) - timedelta(days=days + 1)), tenant_id))
-    connection.commit()
-    connection.close()
+    asyncio.run(_insert(server, tenant_id, attachments, objects_rows, days))
     if isinstance(store, LocalStore):
         for key, data in blobs:
             path = store.path_of(key)
@@ -110,6 +99,35 @@ def seed(server: ServerProcess, tenant_id: str, store: AttachmentStore, days: in
     else:
         asyncio.run(put_objects(store, blobs))
     return len(result_ids), time.perf_counter() - start
+
+
+async def _result_ids(server: ServerProcess, tenant_id: str) -> list[str]:
+    db = open_database(server.db_path)
+    await db.open()
+    try:
+        rows = await db.fetch_all("SELECT id FROM unlinked_test_results WHERE tenant_id = ? ORDER BY id", (tenant_id,))
+        return [row["id"] for row in rows]
+    finally:
+        await db.close()
+
+
+async def _insert(server: ServerProcess, tenant_id: str, attachments: list[Any], objects_rows: list[Any],
+                  days: int) -> None:
+    """The rows in one transaction through the server's own database layer (bulk on both backends)."""
+    db = open_database(server.db_path)
+    await db.open()
+    try:
+        async with db.transaction() as tx:
+            await tx.executemany(
+                "INSERT INTO attachments (id, tenant_id, result_id, file_name, mime_type, size, storage_name, "
+                "created_at, object_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", attachments)
+            await tx.executemany(
+                "INSERT INTO attachment_objects (object_key, tenant_id, sha256, size, created_at) "
+                "VALUES (?, ?, ?, ?, ?)", objects_rows)
+            await tx.execute("UPDATE test_runs SET created_at = ? WHERE tenant_id = ?",
+                             (iso(datetime.now(UTC) - timedelta(days=days + 1)), tenant_id))
+    finally:
+        await db.close()
 
 
 async def sweep(server: ServerProcess, store: AttachmentStore, days: int) -> tuple[int, float, float, float]:
