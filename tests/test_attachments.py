@@ -472,7 +472,7 @@ def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
 
 
 def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
-    from tms.attachments.service import MAX_FILES
+    from tms.attachments.upload import MAX_FILES
 
     result_id = add_result(tenant)
     files = [(f"f{i}.txt", TXT, "text/plain") for i in range(MAX_FILES + 1)]

@@ -1,6 +1,6 @@
 """The case page's attachments in a real browser (issue 26): a pasted screenshot, a dropped file and
 the file picker each upload through static/case_files.js (no inline script: the CSP forbids it), and
-the list shows them without a reload."""
+the list shows them without a reload; each one's Delete button asks, then deletes it."""
 
 from __future__ import annotations
 
@@ -59,8 +59,15 @@ def test_paste_drop_and_pick_files_on_the_case_page(server: ServerProcess, brows
         page.evaluate(_FILE_EVENT, [base64.b64encode(b"MZ\x90\x00" + bytes(64)).decode(), "tool.png", "paste"])
         page.locator("#upload-status", has_text="Not attached").wait_for()
         assert page.locator("#attachment-list li").count() == 3
+        # after a reload each has a Delete button; it asks first, then the page comes back without it
+        page.reload()
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Delete dropped mock-up.png").click()
+        page.wait_for_load_state()
+        page.locator(".flash", has_text="Attachment deleted.").wait_for()
+        assert page.locator("#attachment-list li a").all_inner_texts() == ["pasted.png", "picked.png"]
     finally:
         context.close()
     listed = tenant.api.get(f"/api/v1/cases/{code}/attachments").json()["data"]
-    assert [a["fileName"] for a in listed] == ["pasted.png", "dropped mock-up.png", "picked.png"]
+    assert [a["fileName"] for a in listed] == ["pasted.png", "picked.png"]
     assert not [e for e in errors if "Content Security Policy" in e]

@@ -90,7 +90,7 @@ def test_the_size_limit_applies(start_server: Any) -> None:
 
 
 def test_a_case_holds_at_most_100(tenant: Tenant) -> None:
-    from tms.attachments.service import MAX_CASE_ATTACHMENTS, MAX_FILES
+    from tms.attachments.upload import MAX_CASE_ATTACHMENTS, MAX_FILES
 
     case = new_case(tenant)
     batch = [(f"n{i}.txt", f"note {i}\n".encode(), "text/plain") for i in range(MAX_FILES)]
@@ -196,3 +196,59 @@ def test_a_bulk_delete_removes_the_cases_attachments(tenant: Tenant) -> None:
     assert wait_until_gone(object_path(tenant.server, tenant, content))
     assert object_path(tenant.server, tenant, other).exists()
     assert tenant.api.get(f"/api/v1/cases/{doomed['id']}/attachments").status_code == 404
+
+
+def test_one_attachment_is_deleted_and_its_object_goes_unless_shared(tenant: Tenant) -> None:
+    case = new_case(tenant)
+    result_id = add_result(tenant)
+    own = b"the case's own wireframe notes\n"
+    upload(tenant.api, result_id, ("shot.png", PNG, "image/png"))  # the same bytes as the case's PNG
+    shared, notes, kept = upload_to_case(tenant.api, case["id"], ("shot.png", PNG, "image/png"),
+                                         ("notes.txt", own, "text/plain"),
+                                         ("kept.txt", TXT, "text/plain")).json()["data"]
+    assert_problem(tenant.client("read").delete(f"/api/v1/attachments/{notes['id']}"), 403)
+    assert tenant.api.delete(f"/api/v1/attachments/{notes['id']}").status_code == 204
+    assert wait_until_gone(object_path(tenant.server, tenant, own)), "the deleted attachment's object stayed"
+    assert eventually(lambda: f"{tenant.id}/{hashlib.sha256(own).hexdigest()}" not in object_rows(
+        tenant.server, tenant.id))
+    assert_problem(tenant.api.get(f"/api/v1/attachments/{notes['id']}"), 404)
+    assert_problem(tenant.api.delete(f"/api/v1/attachments/{notes['id']}"), 404)
+    # a result still has the PNG's bytes: its object stays, and the result's download still works
+    assert tenant.api.delete(f"/api/v1/attachments/{shared['id']}").status_code == 204
+    listed = tenant.api.get(f"/api/v1/cases/{case['id']}/attachments").json()["data"]
+    assert [a["id"] for a in listed] == [kept["id"]]
+    result_files = tenant.api.get(f"/api/v1/results/{result_id}").json()["data"]["attachments"]
+    assert tenant.api.get(f"/api/v1/attachments/{result_files[0]['id']}").content == PNG
+    assert object_path(tenant.server, tenant, PNG).exists()
+    entries = tenant.api.get("/api/v1/audit", params={"action": "attachment.deleted"}).json()["data"]
+    assert sorted(e["changes"]["file"] for e in entries) == ["notes.txt", "shot.png"]
+    assert {e["entity_id"] for e in entries} == {case["id"]}
+    # the same route deletes a result's attachment; then no row references the PNG and it goes
+    assert tenant.api.delete(f"/api/v1/attachments/{result_files[0]['id']}").status_code == 204
+    assert tenant.api.get(f"/api/v1/results/{result_id}").json()["data"]["attachments"] == []
+    assert wait_until_gone(object_path(tenant.server, tenant, PNG))
+
+
+def test_the_case_page_deletes_an_attachment_with_its_button(tenant: Tenant) -> None:
+    case, other = new_case(tenant), new_case(tenant)
+    content = b"a mock-up description to delete\n"
+    doomed = upload_to_case(tenant.api, case["id"], ("mock-up.txt", content, "text/plain")).json()["data"][0]
+    theirs = upload_to_case(tenant.api, other["id"], ("other.txt", TXT, "text/plain")).json()["data"][0]
+    web = tenant.web()
+    action = f"/cases/{case['code']}/attachments/{doomed['id']}/delete"
+    page = web.get(f"/cases/{case['code']}").text
+    assert f'action="{action}"' in page and 'name="_csrf_token"' in page.split(action, 1)[1][:400]
+    # only the case named in the path: another case's attachment is a 404 there, and stays
+    assert web.post(f"/cases/{case['code']}/attachments/{theirs['id']}/delete", data={}).status_code == 404
+    assert tenant.api.get(f"/api/v1/attachments/{theirs['id']}").status_code == 200
+    answer = web.post(action, data={})
+    assert answer.status_code == 303 and answer.headers["location"].startswith(f"/cases/{case['code']}")
+    assert tenant.api.get(f"/api/v1/cases/{case['id']}/attachments").json()["data"] == []
+    assert wait_until_gone(object_path(tenant.server, tenant, content))
+    listed = web.get(f"/cases/{case['code']}").text.split('id="attachment-list"', 1)[1].split("</ul>", 1)[0]
+    assert "mock-up.txt" not in listed and "No specs, mock-ups or data files yet." in listed
+    # a form post without the CSRF token is refused
+    again = upload_to_case(tenant.api, case["id"], ("again.txt", content, "text/plain")).json()["data"][0]
+    del web.headers["x-csrftoken"]
+    assert web.post(f"/cases/{case['code']}/attachments/{again['id']}/delete", data={}).status_code == 403
+    assert tenant.api.get(f"/api/v1/attachments/{again['id']}").status_code == 200

@@ -247,7 +247,7 @@ def test_a_full_database_answers_507_and_keeps_serving_reads(tmp_path: Path) -> 
 def test_a_full_disk_on_an_attachment_write_answers_507_and_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tms.attachments import service as attachments
+    from tms.attachments import upload as attachments
 
     client, _ = _in_process(tmp_path)
     with client:

@@ -39,6 +39,7 @@ UNSAFE_ROUTES = [
     ("POST", "/results/{id}/execute", "tester"),
     ("POST", "/api/results/{id}/attachments", "tester"),
     ("POST", "/api/cases/{id}/attachments", "tester"),
+    ("POST", "/cases/{id}/attachments/{id}/delete", "tester"),
     ("POST", "/ai/generate", "tester"),
     ("POST", "/ai/generations/{id}", "tester"),
     ("POST", "/settings/tokens", "admin"),

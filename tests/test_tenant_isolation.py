@@ -47,6 +47,7 @@ class Owned:
     notification: str = ""
     shared_step: str = ""
     report_schedule: str = ""
+    case_attachment: str = ""
 
 
 def _owned_resources(victim: Tenant) -> Owned:
@@ -110,6 +111,8 @@ def _owned_resources(victim: Tenant) -> Owned:
         "project_id": project, "pattern": "x", "bug_ticket_key": "SECRET-1"}).json()["data"]["id"]
     owned.quarantine = api.post("/api/v1/quarantine", json={
         "project_id": project, "test_case_code": case["code"], "reason": "secret"}).json()["data"]["id"]
+    owned.case_attachment = api.post(f"/api/v1/cases/{case['id']}/attachments", files={
+        "file": ("spec.png", PNG, "image/png")}).json()["data"][0]["id"]
     owned.comment = api.post(f"/api/v1/cases/{case['id']}/comments", json={
         "body": f"Secret, @{victim.email}"}).json()["data"]["id"]
     owned.notification = web.get("/api/v1/notifications").json()["data"][0]["id"]
@@ -127,6 +130,8 @@ API_ROUTES = [
     ("GET", "/api/v1/attachments/{attachment}", None),
     ("POST", "/api/v1/cases/{case_id}/attachments", "file"),
     ("GET", "/api/v1/cases/{case_code}/attachments", None),
+    ("DELETE", "/api/v1/attachments/{attachment}", None),
+    ("DELETE", "/api/v1/attachments/{case_attachment}", None),
     ("GET", "/api/v1/cases/{case_id}", None),
     ("GET", "/api/v1/cases/{case_code}", None),
     ("PATCH", "/api/v1/cases/{case_id}", {"title": "stolen"}),
@@ -230,6 +235,7 @@ WEB_ROUTES = [
     ("GET", "/runs/{run}", None),
     ("POST", "/runs/{run}/complete", {}),
     ("GET", "/web/attachments/{attachment}", None),
+    ("POST", "/cases/{case_code}/attachments/{case_attachment}/delete", {}),
     ("GET", "/settings/webhooks/{subscription}", None),
     ("POST", "/settings/webhooks/{subscription}", {"url": "http://127.0.0.1:9/x"}),
     ("POST", "/settings/webhooks/{subscription}/pause", {}),
@@ -358,6 +364,7 @@ def test_victim_data_is_untouched_and_lists_do_not_leak(two_tenants) -> None:
     assert case["title"] == "Secret case" and case["status"] == "DRAFT"
     assert victim.api.get(f"/api/v1/runs/{owned.run}").json()["data"]["name"] != "stolen"
     assert victim.api.get(f"/api/v1/attachments/{owned.attachment}").status_code == 200
+    assert victim.api.get(f"/api/v1/attachments/{owned.case_attachment}").status_code == 200
     assert victim.web().get("/api/webhooks").json()["data"][0]["active"] is True
     assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["archived"] is False
     assert victim.api.get(f"/api/v1/projects/{owned.project}").json()["data"]["require_review"] is False

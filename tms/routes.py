@@ -78,6 +78,7 @@ def api_router() -> Router:
             attachments_api.download_attachment,
             attachments_api.upload_case_attachments,
             attachments_api.list_case_attachments,
+            attachments_api.delete_attachment,
             cases_api.list_cases,
             cases_api.create_case,
             cases_api.get_case,

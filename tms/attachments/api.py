@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
-from litestar import get, post
+from litestar import delete, get, post
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, Schema
 from litestar.openapi.spec import RequestBody as OpenAPIRequestBody
 from litestar.response import File, Redirect, Response
 
 from tms.attachments import service as attachment_service
+from tms.attachments import upload as attachment_upload
 from tms.attachments.models import Attachment, AttachmentList
 from tms.attachments.objects import OpenedObject
 from tms.http.api_auth import ApiRequest, requires
@@ -61,7 +62,7 @@ class _UploadOperation(Operation):
 )
 async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentList:
     state = app_state(request)
-    created = await attachment_service.upload(
+    created = await attachment_upload.upload(
         state.db,
         request.user.tenant_id,
         result_id,
@@ -88,11 +89,11 @@ async def upload_attachments(request: ApiRequest, result_id: str) -> AttachmentL
 async def upload_case_attachments(request: ApiRequest, case_id: str) -> AttachmentList:
     state = app_state(request)
     case = await case_service.get_case(state.db, request.user.tenant_id, case_id)
-    created = await attachment_service.upload(
+    created = await attachment_upload.upload(
         state.db, request.user.tenant_id, case.id,
         content_type=request.headers.get("content-type", ""), content_length=request.content_length,
         body=request.stream(), store=state.attachment_store,
-        max_bytes=int(state.config.get("attachments.max_bytes")), owner=attachment_service.Owner("case", case.id),
+        max_bytes=int(state.config.get("attachments.max_bytes")), owner=attachment_upload.Owner("case", case.id),
     )
     return AttachmentList(data=msgspec.convert(created, list[Attachment]))
 
@@ -121,6 +122,19 @@ async def download_attachment(request: ApiRequest, attachment_id: str) -> Respon
     if stored.redirect:
         return Redirect(stored.redirect, status_code=302, headers={"Cache-Control": "private, no-store"})
     return attachment_file(stored)
+
+
+@delete(
+    "/attachments/{attachment_id:str}",
+    **requires("write"),
+    summary="Delete an attachment",
+    description="One attachment of a result or of a test case goes (204); its stored file leaves the "
+    "attachment store once no other attachment of the tenant has the same bytes.",
+)
+async def delete_attachment(request: ApiRequest, attachment_id: str) -> None:
+    state = app_state(request)
+    await attachment_service.delete_attachment(state.db, request.user.tenant_id, attachment_id,
+                                               state.attachment_store)
 
 
 class _OpenedFileSystem:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from typing import Any
 
 from tms.attachments import store as attachment_store
@@ -24,6 +25,22 @@ STRAY_GRACE_SECONDS = 3600
 
 # after-commit work holds its task here, so the event loop does not drop it half-way
 _PENDING: set[asyncio.Task[Any]] = set()
+# after-commit collections running at once in one process: a sweep commits a chunk of results after
+# another without waiting for their objects, so the store sees at most this many deletions in flight
+COLLECTORS = 4
+# objects collected per round: one transaction marks them, one call of the store deletes them (S3:
+# DeleteObjects of 1,000 keys a request), one transaction forgets them
+COLLECT_BATCH = 2_000
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _gate() -> asyncio.Semaphore:
+    """This event loop's semaphore (tests and admin commands run several loops, one after another)."""
+    loop = asyncio.get_running_loop()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = asyncio.Semaphore(COLLECTORS)
+    return gate
 
 
 def forget_after_commit(tx: Transaction, db: Database, store: AttachmentStore, object_keys: list[str]) -> None:
@@ -52,7 +69,8 @@ async def settle_pending() -> None:
 
 async def _collect_logged(db: Database, store: AttachmentStore, keys: list[str]) -> None:
     try:
-        await collect(db, store, keys)
+        async with _gate():
+            await collect(db, store, keys)
     except Exception as exc:  # the sweep retries; a deletion never fails the write that asked for it
         log.warning("removing %d attachment objects failed (the orphan sweep retries): %s", len(keys), exc)
 
@@ -61,8 +79,8 @@ async def collect(db: Database, store: AttachmentStore, keys: list[str]) -> int:
     """Deletes those of these objects that no attachment references and no upload claims; returns
     how many. The rows are marked first, so an upload of the same bytes waits instead of racing."""
     removed = 0
-    for start in range(0, len(keys), attachment_store.IN_CHUNK):
-        chunk = keys[start : start + attachment_store.IN_CHUNK]
+    for start in range(0, len(keys), COLLECT_BATCH):
+        chunk = keys[start : start + COLLECT_BATCH]
         async with db.transaction() as tx:
             marked = await attachment_store.mark_deleting(tx, chunk, now_iso())
         if not marked:

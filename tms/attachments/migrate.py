@@ -28,7 +28,11 @@ from tms.errors import NotFound, StoreUnavailable
 from tms.ids import now_iso
 
 PAGE = 200
-CONCURRENCY = 4
+# objects in flight at once: each waits mostly on the two stores (a write, then the read-back), so
+# more than the cores; the memory is bounded by this many objects' current chunks
+CONCURRENCY = 16
+# verified copies recorded per transaction (a migration killed in between copies at most these again)
+RECORD_BATCH = 200
 
 
 @dataclass
@@ -72,8 +76,9 @@ async def _digest(store: AttachmentStore, key: str) -> tuple[str, int]:
     return hasher.hexdigest(), size
 
 
-async def _copy_one(db: Database, source: AttachmentStore, target: AttachmentStore, target_name: str,
-                    row: dict[str, object]) -> int:
+async def _copy_one(source: AttachmentStore, target: AttachmentStore,
+                    row: dict[str, object]) -> tuple[str, str, int]:
+    """Copies one object and reads it back; returns (key, SHA-256, size) once verified."""
     key = str(row["object_key"])
     expected_size = int(str(row["size"]))
     opened = await source.open(key)
@@ -99,26 +104,37 @@ async def _copy_one(db: Database, source: AttachmentStore, target: AttachmentSto
     copied_sha, copied_size = await _digest(target, key)
     if (copied_sha, copied_size) != (sha256, size):
         raise ValueError(f"{key}: the copy reads back as {copied_size} bytes with SHA-256 {copied_sha}")
-    async with db.transaction() as tx:
-        await attachment_store.record_copy(tx, target_name, key, sha256, size, now_iso())
-    return size
+    return key, sha256, size
 
 
 async def migrate(db: Database, config: Config, target_name: str, out: TextIO = sys.stderr) -> Outcome:
+    """Copies every object not yet verified in the target: ``CONCURRENCY`` workers take the objects
+    from a short queue that one walk of the table (pages of ``PAGE``, key order) fills, and the
+    verified copies are recorded ``RECORD_BATCH`` to a transaction. Memory does not grow with the count."""
     source_name = "local" if target_name == "s3" else "s3"
     source = objects.store_for(config, source_name)
     target = objects.store_for(config, target_name)
     await target.check()
     outcome = Outcome(total=await attachment_store.count_objects(db))
     bar = ProgressBar(outcome.total, out)
-    gate = asyncio.Semaphore(CONCURRENCY)
+    queue: asyncio.Queue[dict[str, object] | None] = asyncio.Queue(maxsize=2 * CONCURRENCY)
+    verified: list[tuple[str, str, int]] = []
     done = 0
 
-    async def one(row: dict[str, object]) -> None:
+    async def record() -> None:
+        if verified:
+            batch = verified[:]
+            verified.clear()
+            async with db.transaction() as tx:
+                await attachment_store.record_copies(tx, target_name, batch, now_iso())
+
+    async def worker() -> None:
         nonlocal done
-        async with gate:
+        while (row := await queue.get()) is not None:
             try:
-                outcome.bytes += await _copy_one(db, source, target, target_name, row)
+                copied = await _copy_one(source, target, row)
+                verified.append(copied)
+                outcome.bytes += copied[2]
                 outcome.copied += 1
             except NotFound:
                 outcome.failed.append(f"{row['object_key']}: missing in the {source_name} store")
@@ -126,15 +142,31 @@ async def migrate(db: Database, config: Config, target_name: str, out: TextIO = 
                 outcome.failed.append(str(exc) if isinstance(exc, ValueError) else f"{row['object_key']}: {exc}")
             done += 1
             bar.show(done, outcome.bytes)
+            if len(verified) >= RECORD_BATCH:
+                await record()
 
-    after = ""
-    while rows := await attachment_store.objects_page(db, after, PAGE):
-        after = rows[-1]["object_key"]
-        copied = await attachment_store.copied_keys(db, target_name, [r["object_key"] for r in rows])
-        outcome.already += len(copied)
-        done += len(copied)
-        await asyncio.gather(*(one(r) for r in rows if r["object_key"] not in copied))
-        bar.show(done, outcome.bytes)
+    async def walk() -> None:
+        nonlocal done
+        after = ""
+        while rows := await attachment_store.objects_page(db, after, PAGE):
+            after = rows[-1]["object_key"]
+            copied = await attachment_store.copied_keys(db, target_name, [r["object_key"] for r in rows])
+            outcome.already += len(copied)
+            done += len(copied)
+            for row in rows:
+                if row["object_key"] not in copied:
+                    await queue.put(row)
+            bar.show(done, outcome.bytes)
+        for _ in range(CONCURRENCY):
+            await queue.put(None)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(walk())
+            for _ in range(CONCURRENCY):
+                group.create_task(worker())
+    finally:
+        await record()  # what was verified stays verified, even when the run stops on an error
     bar.show(done, outcome.bytes, final=True)
     await source.close()
     await target.close()

@@ -75,6 +75,28 @@ async def insert_case_attachments(tx: Transaction, rows: list[tuple[Any, ...]]) 
     )
 
 
+async def delete_one(tx: Transaction, tenant_id: str, attachment_id: str,
+                     case_id: str | None = None) -> tuple[str, str, str, str] | None:
+    """Deletes the tenant's attachment of a result or of a test case with this id (with ``case_id``:
+    only an attachment of that case); returns (owner kind, owner id, file name, object key) of the row
+    that went, or None (no such attachment)."""
+    if case_id is None:
+        rows = await tx.fetch_all(
+            "DELETE FROM attachments WHERE tenant_id = ? AND id = ? RETURNING result_id, file_name, object_key",
+            (tenant_id, attachment_id),
+        )
+        if rows:
+            return "result", rows[0]["result_id"], rows[0]["file_name"], rows[0]["object_key"] or ""
+    rows = await tx.fetch_all(
+        "DELETE FROM case_attachments WHERE tenant_id = ? AND id = ? AND case_id = COALESCE(?, case_id) "
+        "RETURNING case_id, file_name, object_key",
+        (tenant_id, attachment_id, case_id),
+    )
+    if rows:
+        return "case", rows[0]["case_id"], rows[0]["file_name"], rows[0]["object_key"]
+    return None
+
+
 async def case_object_keys(tx: Transaction, tenant_id: str, case_ids: list[str]) -> list[str]:
     """The object keys the attachments of these cases name (read before the cases go)."""
     keys: list[str] = []
@@ -217,7 +239,7 @@ async def finish_deleting(tx: Transaction, keys: list[str], deleted: bool) -> No
             await tx.execute(f"UPDATE attachment_objects SET deleting = 0 WHERE object_key IN ({marks})", chunk)
 
 
-async def known_object_keys(db: Database, keys: list[str]) -> set[str]:
+async def known_object_keys(db: Database | Transaction, keys: list[str]) -> set[str]:
     """Which of these keys found in the store have a row (the rest are strays)."""
     found: set[str] = set()
     for chunk in chunks(keys):
@@ -255,14 +277,21 @@ async def copied_keys(db: Database, target: str, keys: list[str]) -> set[str]:
     return found
 
 
-async def record_copy(tx: Transaction, target: str, key: str, sha256: str, size: int, at: str) -> None:
-    await tx.execute(
+async def record_copies(tx: Transaction, target: str, copies: list[tuple[str, str, int]], at: str) -> None:
+    """copies: (object_key, sha256, size) verified in ``target``; one statement each for the batch. An
+    object deleted meanwhile (its row gone) is skipped rather than failing the batch."""
+    present = await known_object_keys(tx, [key for key, _sha256, _size in copies])
+    copies = [copy for copy in copies if copy[0] in present]
+    if not copies:
+        return
+    await tx.executemany(
         "INSERT INTO attachment_copies (target, object_key, sha256, size, verified_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (target, object_key) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, "
         "verified_at = excluded.verified_at",
-        (target, key, sha256, size, at),
+        [(target, key, sha256, size, at) for key, sha256, size in copies],
     )
-    await tx.execute("UPDATE attachment_objects SET sha256 = ? WHERE object_key = ? AND sha256 IS NULL", (sha256, key))
+    await tx.executemany("UPDATE attachment_objects SET sha256 = ? WHERE object_key = ? AND sha256 IS NULL",
+                         [(sha256, key) for key, sha256, _size in copies])
 
 
 async def count_objects(db: Database) -> int:

@@ -20,6 +20,7 @@ from litestar.plugins.flash import flash
 from litestar.response import Redirect, Template
 
 from tms.attachments import service as attachment_service
+from tms.attachments import upload as attachment_upload
 from tms.attachments.models import Attachment, AttachmentList
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
@@ -247,7 +248,7 @@ async def my_work(request: AnyRequest, db: DatabaseDep, offset: int = 0) -> Temp
 async def upload_attachment(request: Request[Any, Any, Any], result_id: str) -> AttachmentList:
     """The execution view's upload (drag and drop, pasted screenshots): the API's own checks."""
     state = app_state(request)
-    created = await attachment_service.upload(
+    created = await attachment_upload.upload(
         state.db, web_user(request).tenant_id, result_id,
         content_type=request.headers.get("content-type", ""), content_length=request.content_length,
         body=request.stream(), store=state.attachment_store,
