@@ -7,7 +7,7 @@ import asyncio
 import ipaddress
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -214,15 +214,19 @@ def test_standard_signature_verifies_with_the_library(secret: str) -> None:
 # --- as a user meets it ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def guarded_server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
-    return start_server(
-        env={
+@pytest.fixture(scope="module")
+def guarded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server refusing private targets for the module: each test has a tenant of its own on it."""
+    server = ServerProcess(
+        tmp_path_factory.mktemp("guarded"),
+        {
             "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "false",
             "TMS_WEBHOOKS_BACKOFF_SECONDS": "0.1",
             "TMS_WEBHOOKS_BACKOFF_FACTOR": "1",
-        }
-    )
+        },
+    ).start()
+    yield server
+    server.stop()
 
 
 @pytest.mark.parametrize(
