@@ -360,6 +360,27 @@ def test_csv_round_trip_with_field_columns(tenant: Tenant, typed: dict[str, Any]
     assert bad_option.status_code == 207 and bad_option.json()["errors"][0]["error"].startswith("cf:browser:")
 
 
+def test_a_project_holds_a_bounded_number_of_fields(tenant: Tenant) -> None:
+    from tms.library.fields.service import MAX_FIELDS_PER_PROJECT
+
+    project = tenant.create_project()["id"]
+    ids = [define(tenant.api, project, f"f{n}", "text")["id"] for n in range(MAX_FIELDS_PER_PROJECT)]
+    # a retired field keeps its values, so it keeps its place too
+    assert tenant.api.patch(f"/api/v1/custom-fields/{ids[0]}", json={"retired": True}).status_code == 200
+    one_more = tenant.api.post("/api/v1/custom-fields",
+                               json={"project_id": project, "key": "extra", "name": "Extra", "type": "text"})
+    assert problem_field(one_more, 409) == "project_id"
+    assert str(MAX_FIELDS_PER_PROJECT) in one_more.json()["detail"]
+    listed = tenant.api.get("/api/v1/custom-fields", params={"project_id": project}).json()["data"]
+    assert len(listed) == MAX_FIELDS_PER_PROJECT  # nothing half-written
+    # the TestRail import creates fields too: a file that needs more than the room left is refused whole
+    imported = upload(tenant, project, TESTRAIL.read_text(), "testrail-xml")
+    assert problem_field(imported, 409) == "project_id", imported.text
+    assert tenant.api.get("/api/v1/cases", params={"project_id": project}).json()["data"] == []
+    other = tenant.create_project("Other")["id"]
+    define(tenant.api, other, "extra", "text")  # the bound is per project
+
+
 def test_testrail_custom_fields_become_fields(tenant: Tenant) -> None:
     project = tenant.create_project()["id"]
     define(tenant.api, project, "browser", "select", options=["Chrome"])

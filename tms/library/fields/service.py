@@ -123,6 +123,18 @@ def _clean_default(field: CustomField, default: Any, users: Users | None) -> str
     return None if value is None else _encoder.encode(value).decode()
 
 
+# Fields a project may hold, retired ones included (they keep their stored values): every case and result
+# form, the list's column picker and each write's checks walk the project's fields, and the list endpoint
+# answers them all in one page.
+MAX_FIELDS_PER_PROJECT = 100
+
+
+async def _check_room(tx: Transaction, tenant_id: str, project_id: str, adding: int) -> None:
+    if await field_store.count_for_project(tx, tenant_id, project_id) + adding > MAX_FIELDS_PER_PROJECT:
+        raise Conflict(f"a project holds at most {MAX_FIELDS_PER_PROJECT} custom fields (retired ones count: "
+                       "they keep their values)", field="project_id")
+
+
 async def create_field(db: Database, tenant_id: str, body: CustomFieldCreate) -> CustomField:
     name = " ".join(body.name.split())
     if not name:
@@ -138,6 +150,7 @@ async def create_field(db: Database, tenant_id: str, body: CustomFieldCreate) ->
         await _project_or_404(tx, tenant_id, body.project_id)
         if await field_store.key_taken(tx, tenant_id, body.project_id, body.key):
             raise Conflict(f"the project already has a custom field with the key {body.key!r}", field="key")
+        await _check_room(tx, tenant_id, body.project_id, 1)
         position = body.position
         if position is None:
             position = await field_store.next_position(tx, tenant_id, body.project_id)
@@ -246,6 +259,7 @@ async def create_missing(tx: Transaction, tenant_id: str, project_id: str, wante
                 await field_store.update_field(tx, tenant_id, old["id"], {
                     "options": _encoder.encode(options + more).decode(), "updated_at": now})
     if rows:
+        await _check_room(tx, tenant_id, project_id, len(rows))
         await field_store.insert_fields(tx, rows)
     return created
 

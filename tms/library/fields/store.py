@@ -53,6 +53,13 @@ async def next_position(db: Database | Transaction, tenant_id: str, project_id: 
     return int(value or 0)
 
 
+async def count_for_project(db: Database | Transaction, tenant_id: str, project_id: str) -> int:
+    """The project's fields, retired ones included (index custom_fields (tenant_id, project_id, key))."""
+    value = await db.fetch_value("SELECT count(*) FROM custom_fields WHERE tenant_id = ? AND project_id = ?",
+                                 (tenant_id, project_id))
+    return int(value or 0)
+
+
 async def insert_fields(tx: Transaction, rows: list[dict[str, Any]]) -> None:
     names = [c.strip() for c in COLUMNS.split(",")]
     await tx.executemany(
