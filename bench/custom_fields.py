@@ -131,6 +131,7 @@ def main() -> None:
             ]
             with tenant.client("read") as client:
                 for label, params in cases:
+                    print(f"timing: {label}", file=sys.stderr, flush=True)
                     p50, p90, count, total = timed(client, {"project_id": project, "limit": 50, **params},
                                                    args.requests)
                     rows.append((label, "p50 < 100 ms", p50, p90, count, total))
