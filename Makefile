@@ -79,9 +79,10 @@ slapd:  ## install Debian's OpenLDAP server (slapd) for the LDAP sign-in tests (
 serve: install  ## install and start the service with embedded defaults (data in ./data)
 	$(VENV)/bin/tms serve
 
-# Four workers on the two cores: with two, the SQLite half kept the cores 126% busy (tests wait on their
-# servers, mail, sockets) and took 6:51; with four, 179% and 5:26 (PostgreSQL 6:39 -> 6:17), measured on a
-# quiet machine. A file stays on one worker (--dist loadfile: its module fixtures start servers once).
+# Four workers on the two cores: with two, the SQLite half kept the cores only 126% busy (tests wait on
+# their servers, mail, sockets). Measured on a quiet machine, clean clone (.ci/run): two workers 6:51 +
+# 6:39, four 6:43 + 6:31; run again with warm caches four took 5:26 + 6:17. A file stays on one worker
+# (--dist loadfile: its module fixtures start servers once).
 WORKERS ?= 4
 
 test: install system browser postgres slapd oidc  ## install everything, type-check (mypy), then the whole suite on SQLite and on PostgreSQL
