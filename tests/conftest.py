@@ -100,11 +100,52 @@ def _migrated_sqlite_file() -> Path:
 _migrated_file: Path | None = None
 
 
+# The session server's settings, shared by the in-process app (tests/inprocess.py): every test's browser
+# and client signs in from 127.0.0.1, as the users behind one proxy do, so the failures some tests make on
+# purpose must not make the others wait (the per-client limit itself is tested on a server of its own,
+# tests/test_web_login.py); webhook retries come fast.
+SESSION_SERVER_ENV = {"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2", "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2",
+                      "TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": "100000"}
+
+
 @dataclass
-class ServerProcess:
+class ServerAddress:
+    """Where a test server lives and the settings every one gets: a real `tms serve` (``ServerProcess``)
+    and the in-process app (``tests/inprocess.py``) alike."""
+
     data_dir: Path
     env: dict[str, str]
     port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "tms.db"
+
+    @property
+    def database_url(self) -> str:
+        """The PostgreSQL database of this server ("" on SQLite)."""
+        return postgres_cluster.database_url_for(self.data_dir) if postgres_cluster.selected() else ""
+
+    def settings_env(self) -> dict[str, str]:
+        """The TMS_* settings of this server (its own ``env`` last, so it wins)."""
+        return {
+            "TMS_STORAGE_DATA_DIR": str(self.data_dir),
+            "TMS_SERVER_HOST": "127.0.0.1",
+            "TMS_SERVER_PORT": str(self.port),
+            "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
+            "TMS_STORAGE_DATABASE_URL": self.database_url,
+            # required on PostgreSQL (replicas share no disk): the same on every test server
+            **({"TMS_AUTH_SECRET_KEY": "test-secret-key-shared-by-replicas"} if postgres_cluster.selected() else {}),
+            **self.env,
+        }
+
+
+@dataclass
+class ServerProcess(ServerAddress):
     process: subprocess.Popen[str] | None = None
     log_path: Path = field(init=False)
     # the session server keeps its database open in this process for make_tenant (see _AdminLoop)
@@ -140,33 +181,10 @@ class ServerProcess:
             db, self._admin_db = self._admin_db, None
             _admin_loop.run(db.close)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / "tms.db"
-
-    @property
-    def database_url(self) -> str:
-        """The PostgreSQL database of this server ("" on SQLite)."""
-        return postgres_cluster.database_url_for(self.data_dir) if postgres_cluster.selected() else ""
-
     def start(self, timeout: float = 60) -> ServerProcess:  # a loaded 2-core CI machine is slow to start one
         if not self.port:
             self.port = free_port()
-        env = {
-            **os.environ,
-            "TMS_STORAGE_DATA_DIR": str(self.data_dir),
-            "TMS_SERVER_HOST": "127.0.0.1",
-            "TMS_SERVER_PORT": str(self.port),
-            "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
-            "TMS_STORAGE_DATABASE_URL": self.database_url,
-            # required on PostgreSQL (replicas share no disk): the same on every test server
-            **({"TMS_AUTH_SECRET_KEY": "test-secret-key-shared-by-replicas"} if postgres_cluster.selected() else {}),
-            **self.env,
-        }
+        env = {**os.environ, **self.settings_env()}
         env.pop("TMS_CONFIG", None)
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
@@ -235,11 +253,7 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv = ServerProcess(
         tmp_path_factory.mktemp("shared-data"),
-        # every test's browser and client signs in from 127.0.0.1, as the users behind one proxy do:
-        # the failures some tests make on purpose must not make the others wait (the per-client limit
-        # itself is tested on a server of its own, tests/test_web_login.py)
-        {"TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2", "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2",
-         "TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": "100000"},
+        dict(SESSION_SERVER_ENV),
         keep_database_open=True,
     ).seed_migrated().start()
     yield srv
@@ -366,7 +380,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     ``server``."""
     from tests.inprocess import InProcessServer
 
-    app = InProcessServer(tmp_path_factory.mktemp("inprocess-data"), {}).start()
+    app = InProcessServer(tmp_path_factory.mktemp("inprocess-data"), dict(SESSION_SERVER_ENV)).start()
     yield app
     app.stop()
 

@@ -24,22 +24,13 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 from litestar.testing import TestClient
 from litestar.testing.transport import TestClientTransport
 
-from tests import postgres_cluster
-from tests.conftest import ServerProcess, Tenant, free_port
-
-SERVER_ENV = {
-    "TMS_WEBHOOKS_BACKOFF_SECONDS": "0.2",
-    "TMS_WEBHOOKS_TIMEOUT_SECONDS": "2",
-    "TMS_AUTH_LOGIN_FAILURES_PER_CLIENT": "100000",
-    "TMS_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
-}
+from tests.conftest import ServerAddress, ServerProcess, Tenant, free_port
 
 
 class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
@@ -54,25 +45,10 @@ class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
 
 
 @dataclass
-class InProcessServer:
-    data_dir: Path
-    env: dict[str, str]
-    port: int = 0
+class InProcessServer(ServerAddress):
     _client: TestClient[Any] | None = None
     _transport: _LoopbackTransport | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / "tms.db"
-
-    @property
-    def database_url(self) -> str:
-        return postgres_cluster.database_url_for(self.data_dir) if postgres_cluster.selected() else ""
 
     @property
     def app(self) -> Any:
@@ -87,15 +63,7 @@ class InProcessServer:
 
         ServerProcess(self.data_dir, {}).seed_migrated()  # the same migrated start as the servers
         self.port = self.port or free_port()  # links name it; nothing listens there
-        env = {
-            "TMS_STORAGE_DATA_DIR": str(self.data_dir),
-            "TMS_SERVER_HOST": "127.0.0.1",
-            "TMS_SERVER_PORT": str(self.port),
-            "TMS_STORAGE_DATABASE_URL": self.database_url,
-            **({"TMS_AUTH_SECRET_KEY": "test-secret-key-shared-by-replicas"} if postgres_cluster.selected() else {}),
-            **SERVER_ENV,
-            **self.env,
-        }
+        env = self.settings_env()
         sys.setswitchinterval(0.0005)  # as `tms serve` does: the app's database threads hand back sooner
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
         with warnings.catch_warnings():
