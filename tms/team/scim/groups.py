@@ -10,7 +10,6 @@ from scim2_models import (
     Group,
     InvalidValueException,
     NotFoundException,
-    PatchOp,
     ResponseParameters,
     SearchRequest,
 )
@@ -21,7 +20,7 @@ from tms.team.audit import service as audit
 from tms.team.scim import store
 from tms.team.scim.models import PROVIDER
 from tms.team.scim.roles import apply_roles
-from tms.team.scim.service import Json, dump, guard_nul, page_of, validated
+from tms.team.scim.service import Json, dump, guard_nul, page_of, patched, replacement, validated
 
 # --- groups -----------------------------------------------------------------------------------------------
 
@@ -123,10 +122,7 @@ async def _write_group(db: Database, tenant_id: str, actor_id: str, before: Grou
 async def replace_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
     guard_nul(payload)
     before = await _load_group(db, tenant_id, group_id, base)
-    after = validated(Group, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
-    with PROVIDER:
-        after.replace(before)
-    after.id = before.id
+    after = replacement(Group, payload, before)
     await _write_group(db, tenant_id, actor_id, before, after)
     return dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
 
@@ -134,10 +130,7 @@ async def replace_group(db: Database, tenant_id: str, base: str, actor_id: str, 
 async def patch_group(db: Database, tenant_id: str, base: str, actor_id: str, group_id: str, payload: Any) -> Json:
     guard_nul(payload)
     before = await _load_group(db, tenant_id, group_id, base)
-    patch = validated(PatchOp[Group], payload, Context.RESOURCE_PATCH_REQUEST)
-    after = before.model_copy(deep=True)
-    with PROVIDER:
-        patch.patch(after)
+    after = patched(Group, payload, before)
     await _write_group(db, tenant_id, actor_id, before, after)
     return dump(await _load_group(db, tenant_id, group_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
 

@@ -80,6 +80,25 @@ def validated(model: Any, payload: Any, context: Context) -> Any:
         raise
 
 
+def replacement(model: Any, payload: Any, before: Any) -> Any:
+    """A PUT's resource (RFC 7644 §3.5.1): the body, checked, with what it may not change kept from
+    ``before`` (immutable attributes, the id). Users and Groups alike."""
+    after = validated(model, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
+    with PROVIDER:
+        after.replace(before)
+    after.id = before.id
+    return after
+
+
+def patched(model: Any, payload: Any, before: Any) -> Any:
+    """A PATCH's resource (RFC 7644 §3.5.2): a copy of ``before`` with the body's operations applied."""
+    patch = validated(PatchOp[model], payload, Context.RESOURCE_PATCH_REQUEST)
+    after = before.model_copy(deep=True)
+    with PROVIDER:
+        patch.patch(after)
+    return after
+
+
 def dump(resource: Any, params: ResponseParameters[Any] | None = None,
           context: Context = Context.RESOURCE_QUERY_RESPONSE) -> Json:
     with PROVIDER:
@@ -245,10 +264,7 @@ async def _write_user(db: Database, tenant_id: str, actor_id: str, before: Any, 
 async def replace_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
     guard_nul(payload)
     before = await _load_user(db, tenant_id, user_id, base)
-    after = validated(UserResource, payload, Context.RESOURCE_REPLACEMENT_REQUEST)
-    with PROVIDER:
-        after.replace(before)
-    after.id = before.id
+    after = replacement(UserResource, payload, before)
     await _write_user(db, tenant_id, actor_id, before, after)
     return dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_REPLACEMENT_RESPONSE)
 
@@ -256,10 +272,7 @@ async def replace_user(db: Database, tenant_id: str, base: str, actor_id: str, u
 async def patch_user(db: Database, tenant_id: str, base: str, actor_id: str, user_id: str, payload: Any) -> Json:
     guard_nul(payload)
     before = await _load_user(db, tenant_id, user_id, base)
-    patch = validated(PatchOp[UserResource], payload, Context.RESOURCE_PATCH_REQUEST)
-    after = before.model_copy(deep=True)
-    with PROVIDER:
-        patch.patch(after)
+    after = patched(UserResource, payload, before)
     await _write_user(db, tenant_id, actor_id, before, after)
     return dump(await _load_user(db, tenant_id, user_id, base), context=Context.RESOURCE_PATCH_RESPONSE)
 
