@@ -360,6 +360,30 @@ def test_csv_round_trip_with_field_columns(tenant: Tenant, typed: dict[str, Any]
     assert bad_option.status_code == 207 and bad_option.json()["errors"][0]["error"].startswith("cf:browser:")
 
 
+def test_a_bulk_import_leaves_the_planner_knowing_the_new_size(tenant: Tenant) -> None:
+    """1,000 cases at once: on PostgreSQL the library's tables are analyzed after the commit (with the
+    statistics of an empty project, a list filtered by a field and a priority took 8 s at 20,000 cases)."""
+    project = tenant.create_project("Bulk")["id"]
+    define(tenant.api, project, "browser", "select", options=["Chrome", "Firefox"])
+    lines = ["title,bdd_content,priority,cf:browser"]
+    lines += [f'Case {i},"{GHERKIN}",{("LOW", "HIGH")[i % 2]},{("Chrome", "Firefox")[i % 2]}' for i in range(1000)]
+    response = upload(tenant, project, "\r\n".join(lines) + "\r\n")
+    assert response.status_code == 201 and response.json()["created"] == 1000, response.text
+
+    async def planner_rows(db: Any) -> list[tuple[float, int]]:
+        if db.dialect != "postgres":
+            return []
+        return [(float(await db.fetch_value("SELECT reltuples FROM pg_class WHERE relname = ?", (table,))),
+                 int(await db.fetch_value(f"SELECT COUNT(*) FROM {table}")))
+                for table in ("test_cases", "case_field_values")]
+
+    for estimated, counted in tenant.server.run_admin(planner_rows):  # tables this small are read whole
+        assert estimated == counted
+    listed = tenant.api.get("/api/v1/cases", params={"project_id": project, "cf.browser": "Chrome",
+                                                     "priority": "LOW", "limit": 5}).json()
+    assert listed["pagination"]["total"] == 500 and len(listed["data"]) == 5
+
+
 def test_a_project_holds_a_bounded_number_of_fields(tenant: Tenant) -> None:
     from tms.library.fields.service import MAX_FIELDS_PER_PROJECT
 

@@ -116,6 +116,10 @@ class Database(Protocol):
 
     async def housekeeping(self) -> None: ...
 
+    async def refresh_statistics(self, tables: list[str]) -> None:
+        """After a bulk write: the planner's statistics of ``tables`` brought up to date (see backends)."""
+        ...
+
 
 def refuse_nul(params: Params) -> None:
     """Raises ``InvalidInput`` when a ``str`` parameter holds a NUL character (the backstop above)."""

@@ -276,6 +276,19 @@ class PostgresDatabase(_Statements, Epochs):
         async with self._pool.acquire() as conn:
             await conn.execute("ANALYZE")
 
+    async def refresh_statistics(self, tables: list[str]) -> None:
+        """``ANALYZE`` of ``tables`` (after commit: it samples ~30,000 rows, ~0.1-0.5 s, blocks no writer).
+
+        Autovacuum analyzes a table a minute or more after a tenth of it changed; until then the planner
+        takes a tenant that just imported 10,000 cases for one holding a few, and joins the cases with
+        their custom field values in a nested loop that re-reads the values for every case: at 20,000
+        cases, a list filtered by a field and a priority counted its total in 8 s, a `q` search in 40 s
+        (0.02 s once analyzed).
+        """
+        assert self._pool is not None
+        async with self._pool.acquire() as conn:
+            await conn.execute("ANALYZE " + ", ".join(tables))
+
 
 async def apply_migrations(conn: asyncpg.Connection) -> list[str]:
     """Applies each pending migration in its own transaction; replicas starting together take turns."""

@@ -242,6 +242,11 @@ class SqliteDatabase(Epochs):
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             await self._writer.execute("PRAGMA optimize")
 
+    async def refresh_statistics(self, tables: list[str]) -> None:
+        """Nothing: SQLite weighs its indexes by their shape, not by row counts, until statistics exist, and
+        the library's big lists name their index (``INDEXED BY``) or read FTS5 doclists; ``housekeeping``'s
+        daily ``PRAGMA optimize`` refreshes what statistics it keeps."""
+
 
 def backup_database(source: Path, target: Path) -> int:
     """Writes a consistent copy of the database at ``source`` to ``target``; returns its size in bytes.

@@ -51,6 +51,13 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
     """Runs ``action`` on the cases ``ids`` (ids of other tenants are ignored); returns how many changed.
     ``store``: deleted cases' own attachments leave it once the deletion commits (without it, the
     hourly orphan sweep collects them)."""
+    changed = await _apply_action(db, tenant_id, ids, action, value, store)
+    await case_service.refresh_statistics_after(db, changed)
+    return changed
+
+
+async def _apply_action(db: Database, tenant_id: str, ids: list[str], action: str, value: str,
+                        store: AttachmentStore | None) -> int:
     if action not in ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}", field="action")
     if not ids:

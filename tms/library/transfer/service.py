@@ -332,6 +332,7 @@ async def import_cases(
     async with db.transaction() as tx:
         plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users, earlier=plan)
         await _apply(tx, tenant_id, project_id, plan, parsed)
+    await case_service.refresh_statistics_after(db, plan.created + plan.updated)
     return _result(plan)
 
 
