@@ -92,7 +92,7 @@ def _migrated_sqlite_file() -> Path:
             await db.open()
             await db.close()  # the last connection to close folds the WAL into the file
 
-        asyncio.run(migrate())
+        postgres_cluster.run_sync(migrate)  # a thread: a browser test's page may hold this one's loop
         _migrated_file = path
     return _migrated_file
 
@@ -296,7 +296,7 @@ def run_admin(db_path: Path, action: Callable[[Any], Any]) -> Any:
         finally:
             await db.close()
 
-    return asyncio.run(run())
+    return postgres_cluster.run_sync(run)  # a thread: a browser test's page may hold this one's loop
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from playwright.sync_api import expect
 
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess
@@ -83,7 +84,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     page.get_by_role("button", name="Create project").click()
     # the first project is the active one at once (issue 24): no click needed to see it on the dashboard
     assert page.get_by_text("Project “Web shop” created; it is the active project.").is_visible()
-    assert page.get_by_role("button", name="Mark Web shop active").count() == 0
+    expect(page.get_by_role("button", name="Mark Web shop active")).to_have_count(0)
     shot(page, "projects")
     # the project id CI needs is on the page, copied with its button (wired by /static/app.js)
     page.get_by_role("button", name="Copy the project id of Web shop").click()
@@ -124,7 +125,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
     assert copied == secret
     shot(page, "token-created")
     page.reload()
-    assert page.locator("#new-token-value").count() == 0
+    expect(page.locator("#new-token-value")).to_have_count(0)
 
     # a webhook for completed runs, pointed at a local receiver
     receiver = Receiver()
@@ -178,7 +179,7 @@ def test_new_team_journey(start_server: Callable[..., ServerProcess], page: Any)
 
         # the dashboard reflects it
         page.get_by_role("link", name="Dashboard").click()
-        assert page.locator("svg.chart").count() == 2
+        expect(page.locator("svg.chart")).to_have_count(2)
         assert "50% pass rate, latest run" in page.locator(".stat-row").inner_text().replace("\n", " ")
         assert page.locator("#failing-title").is_visible() and page.get_by_text("1 of 1").is_visible()
         shot(page, "dashboard")

@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.browser_support import browser, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, make_tenant_on
 from tests.test_browser import png
@@ -53,12 +55,12 @@ def test_paste_drop_and_pick_files_on_the_case_page(server: ServerProcess, brows
         page.locator("#upload-status", has_text="Attached picked.png").wait_for()
         names = page.locator("#attachment-list li a").all_inner_texts()
         assert names == ["pasted.png", "dropped mock-up.png", "picked.png"]
-        assert page.locator("#no-attachments").count() == 0
+        expect(page.locator("#no-attachments")).to_have_count(0)
         shot(page, "case-attachments")
         # a refused file is named with the service's reason, and nothing is listed
         page.evaluate(_FILE_EVENT, [base64.b64encode(b"MZ\x90\x00" + bytes(64)).decode(), "tool.png", "paste"])
         page.locator("#upload-status", has_text="Not attached").wait_for()
-        assert page.locator("#attachment-list li").count() == 3
+        expect(page.locator("#attachment-list li")).to_have_count(3)
         # after a reload each has a Delete button; it asks first, then the page comes back without it
         page.reload()
         page.once("dialog", lambda dialog: dialog.accept())

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.browser_support import SCREENSHOTS, browser, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, make_tenant_on
 from tests.team_helpers import Member, add_member
@@ -130,7 +132,7 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     _add_field(page, "Component", "component", "text")
     _add_field(page, "Device", "device", "select", entity="result", options="Desktop, Phone")
     rows = page.locator("#fields tbody tr")
-    assert rows.count() == 3
+    expect(rows).to_have_count(3)
     assert [rows.nth(i).locator("td code").inner_text() for i in range(3)] == ["browser", "component", "device"]
     assert "results" in rows.nth(2).inner_text()
     page.get_by_role("button", name="Require review").click()
@@ -150,7 +152,7 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     pay = _new_case(page, base, "Pay by card", "Chrome", "checkout",
                     "Feature: Checkout\n  Scenario: Pay by card\n    Given a cart with 2 items\n"
                     "    * shared: Sign in\n    When I pay by card\n    Then the order is confirmed\n")
-    assert page.locator(".gherkin .ln.shared").count() == 4  # the two steps between their two marker lines
+    expect(page.locator(".gherkin .ln.shared")).to_have_count(4)  # the two steps between their two marker lines
     assert "I sign in as ann" in page.locator(".gherkin").inner_text()
     details = page.locator("section[aria-labelledby=meta-title]").inner_text()
     assert "Browser\nChrome" in details and "Component\ncheckout" in details
@@ -196,7 +198,8 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     assert [texts.nth(i).locator("strong").inner_text().strip() for i in range(texts.count())] == [
         "Given", "Given", "And", "When", "Then"]
     badges = page.locator("ol.steps .from-shared")
-    assert badges.count() == 2 and {badges.nth(i).inner_text() for i in range(2)} == {"shared: Sign in"}
+    expect(badges).to_have_count(2)
+    assert {badges.nth(i).inner_text() for i in range(2)} == {"shared: Sign in"}
     assert "I sign in as ann" in page.locator("#step-3").inner_text()
     shot(page, "execute-shared-step")
     _save(page)
@@ -240,7 +243,7 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
         tab.locator("a.bell").click()
         tab.wait_for_url(f"{base}/notifications")
         items = tab.locator("#inbox li.inbox-item.unread")
-        assert items.count() == 2
+        expect(items).to_have_count(2)
         assert {items.nth(i).get_attribute("data-kind") for i in range(2)} == {"mention", "review_request"}
         assert "Lena Lead mentioned you" in tab.locator("#inbox li[data-kind=mention]").inner_text()
         # the titles are link-like buttons: readable on the page, not the top bar's white (a bug this walk found)
@@ -273,7 +276,8 @@ def test_fields_shared_steps_comments_review_and_rerun_in_the_browser(
     page.wait_for_selector(".flash-success:has-text('Run “Release 1 rerun” created with 1 cases')")
     rerun = page.url.rsplit("/", 1)[1].split("?")[0]
     assert rerun != run
-    assert page.locator("tr.result").count() == 1 and wishlist in page.locator("tr.result").inner_text()
+    expect(page.locator("tr.result")).to_have_count(1)
+    assert wishlist in page.locator("tr.result").inner_text()
     made = api.get(f"/api/v1/runs/{rerun}").json()["data"]
     assert (made["name"], made["environment"], made["project_id"]) == ("Release 1 rerun", "staging", project)
     rerun_results = api.get(f"/api/v1/runs/{rerun}/results").json()["data"]

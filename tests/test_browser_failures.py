@@ -7,6 +7,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, make_tenant_on
 from tests.test_failures import JAVA_STACK, cases, ingest, timeout_failure
@@ -47,10 +49,11 @@ def test_clusters_and_compare_page(server: ServerProcess, page: Any) -> None:  #
 
     page.goto(f"{server.url}/runs/{latest}")
     clusters = page.locator("article.cluster")
-    assert clusters.count() == 2
+    expect(clusters).to_have_count(2)
     # the recurring timeout is the largest cluster and not new; the payment failure is new
-    assert "5\u00d7" in clusters.nth(0).inner_text() and clusters.nth(0).locator(".cluster-new").count() == 0
-    assert clusters.nth(1).locator(".cluster-new").count() == 1
+    assert "5\u00d7" in clusters.nth(0).inner_text()
+    expect(clusters.nth(0).locator(".cluster-new")).to_have_count(0)
+    expect(clusters.nth(1).locator(".cluster-new")).to_have_count(1)
     assert no_horizontal_overflow(page)
     shot(page, "clusters")
 
@@ -59,16 +62,18 @@ def test_clusters_and_compare_page(server: ServerProcess, page: Any) -> None:  #
     clusters.nth(1).get_by_role("button", name="Make a known issue").click()
     page.wait_for_selector("text=Known issue PAY-42 created")
     assert page.locator("article.cluster").nth(1).locator(".cluster-known").inner_text().startswith("known: PAY-42")
-    assert page.locator("article.cluster").nth(1).locator(".cluster-new").count() == 0
+    expect(page.locator("article.cluster").nth(1).locator(".cluster-new")).to_have_count(0)
 
     page.get_by_role("link", name="compared with the previous run of this environment").click()
     page.wait_for_selector("h1:has-text('compared')")
     assert "Nightly #3" in page.locator("#base").inner_text()
     new = page.locator("#new table tbody tr")
-    assert new.count() == 1 and "SHOP-6" in new.nth(0).inner_text()
+    expect(new).to_have_count(1)
+    assert "SHOP-6" in new.nth(0).inner_text()
     fixed = page.locator("#fixed table tbody tr")
-    assert fixed.count() == 1 and "SHOP-7" in fixed.nth(0).inner_text()
-    assert page.locator("#still table tbody tr").count() == 5
+    expect(fixed).to_have_count(1)
+    assert "SHOP-7" in fixed.nth(0).inner_text()
+    expect(page.locator("#still table tbody tr")).to_have_count(5)
     assert no_horizontal_overflow(page)
     shot(page, "compare")
     assert previous

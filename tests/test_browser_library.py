@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, make_tenant_on
@@ -64,7 +65,8 @@ def test_library_journey(team: Tenant, page: Any) -> None:  # noqa: F811
     page.get_by_label("Search").fill("WINTER10")
     page.get_by_role("button", name="Filter").click()
     rows = page.locator("table.cases tbody tr")
-    assert rows.count() == 1 and "Pay with a saved card" in rows.first.inner_text()
+    expect(rows).to_have_count(1)
+    assert "Pay with a saved card" in rows.first.inner_text()
     assert "q=WINTER10" in page.url  # the filtered view is a shareable URL
 
     # re-file: select a case of "Accounts" and move it to "Refunds"
@@ -76,7 +78,7 @@ def test_library_journey(team: Tenant, page: Any) -> None:  # noqa: F811
     assert node("Refunds").locator(".count").inner_text() == "2"
     assert node("Accounts").locator(".count").inner_text() == "0"
     node("Refunds").click()
-    assert page.locator("table.cases tbody tr").count() == 2
+    expect(page.locator("table.cases tbody tr")).to_have_count(2)
     shot(page, "library-tree", full_page=False)
 
     # change the steps of the case (v2 was the move), then read its history as a diff
@@ -90,7 +92,7 @@ def test_library_journey(team: Tenant, page: Any) -> None:  # noqa: F811
     diff = page.get_by_role("region", name=re.compile("Gherkin changes"))
     assert "within a minute" in diff.locator("tr.del").first.inner_text()
     assert "within five minutes" in diff.locator("tr.add").first.inner_text()
-    assert diff.locator("tr.add").count() == 2
+    expect(diff.locator("tr.add")).to_have_count(2)
     assert "Priority" in page.locator("table.fields-diff").inner_text()
     assert tenant.email in page.locator("table.versions").inner_text()  # who made the change
     shot(page, "case-history-diff")

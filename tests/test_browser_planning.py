@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, make_tenant_on
@@ -69,7 +70,7 @@ def test_milestone_and_plan_across_two_environments(lead: Tenant, page: Any) -> 
     assert page.get_by_text("started: 2 runs of 3 cases").is_visible()
     plan_url = page.url
     rows = page.get_by_role("table", name="Runs of this plan").locator("tbody tr")
-    assert rows.count() == 2
+    expect(rows).to_have_count(2)
     assert "0 of 3 executed (0%)" in rows.nth(0).inner_text()
 
     # CI reports: staging nearly done, production started
@@ -87,7 +88,7 @@ def test_milestone_and_plan_across_two_environments(lead: Tenant, page: Any) -> 
     staging = rows.filter(has_text="staging").inner_text()
     assert "2 of 3 executed (67%)" in staging and "1 failed" in staging
     assert "1 of 3 executed (33%)" in rows.filter(has_text="production").inner_text()
-    assert page.locator("table .bar").count() == 2  # a bar per run
+    expect(page.locator("table .bar")).to_have_count(2)  # a bar per run
     shot(page, "plan-progress")
 
     # the milestone sums its runs

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from pypdf import PdfReader
 
 from tests.browser_support import browser, page, shot  # noqa: F401 (fixtures)
@@ -152,7 +153,7 @@ def test_reports_export_traceability_and_an_issue_from_a_failure(
     assert page.get_by_text("Created acme/shop#1 and linked it to the result.").is_visible()
     page.goto(f"{base}/runs/{world['run']}")
     assert row.get_by_role("link", name="acme/shop#1").is_visible()
-    assert row.get_by_role("link", name="Create issue").count() == 0
+    expect(row.get_by_role("link", name="Create issue")).to_have_count(0)
     created = tracker.requests[-1]
     assert created["path"] == "/repos/acme/shop/issues" and created["body"]["title"] == "Gift cards pay nothing"
     assert created["headers"]["authorization"] == f"Bearer {TOKEN}"

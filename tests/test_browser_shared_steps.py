@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_support import browser, page  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, make_tenant_on
@@ -45,5 +46,5 @@ def test_editor_inserts_a_shared_step_line_and_the_case_shows_it_expanded(team: 
     page.get_by_role("button", name="Save changes").click()
     page.wait_for_url(re.compile(rf".*/cases/{code}$"))
     shared = page.locator(".gherkin .ln.shared")
-    assert shared.count() == 4
+    expect(shared).to_have_count(4)
     assert "I sign in as ann" in page.locator(".gherkin").inner_text()

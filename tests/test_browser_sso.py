@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser_support import browser, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, make_tenant_on
@@ -122,7 +123,7 @@ def test_a_teammate_signs_in_through_the_providers_own_pages(server: ServerProce
         owner.get_by_label(re.compile(r"SSO required: password sign-in is off")).check()
         owner.get_by_role("button", name="Save").click()
         owner.wait_for_url(f"{base}/settings/sign-in")
-        assert owner.locator("span.badge", has_text="SSO required").count() == 1
+        expect(owner.locator("span.badge", has_text="SSO required")).to_have_count(1)
 
         # the team's sign-in page now offers the provider and folds the password form away
         context, later = _context(browser)

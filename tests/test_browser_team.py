@@ -16,6 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.browser_support import browser, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, make_tenant_on
 from tests.test_browser import png
@@ -117,7 +119,7 @@ def test_a_manual_regression_pass(server: ServerProcess, browser: Any) -> None: 
 
         # ... and assigns half of it to the tester
         boxes = lead.locator("input[name=result_ids]")
-        assert boxes.count() == 4
+        expect(boxes).to_have_count(4)
         boxes.nth(0).check()
         boxes.nth(1).check()
         lead.get_by_label("Assign selected to").select_option(label="Tess Tester (tester)")
@@ -126,7 +128,7 @@ def test_a_manual_regression_pass(server: ServerProcess, browser: Any) -> None: 
 
         # the tester finds the work and executes it step by step, by keyboard
         tester.goto(f"{base}/my-work")
-        assert tester.locator("text=Execute").count() == 2
+        expect(tester.locator("text=Execute")).to_have_count(2)
         tester.locator("a", has_text="Execute").first.click()
         tester.wait_for_url(re.compile(r"/results/.+/execute"))
         first_url = tester.url
@@ -134,7 +136,7 @@ def test_a_manual_regression_pass(server: ServerProcess, browser: Any) -> None: 
         assert tester.locator("#shortcuts").is_visible()
         tester.keyboard.press("Escape")
         # 5 steps: Background, then the Outline once per example row
-        assert tester.locator("li.step").count() == 5
+        expect(tester.locator("li.step")).to_have_count(5)
         for key in ("p", "p", "p", "p", "f"):
             tester.keyboard.press(key)
         assert tester.locator("input[name=status][value=FAILED]").is_checked()  # suggested from the steps
@@ -175,10 +177,10 @@ def test_a_manual_regression_pass(server: ServerProcess, browser: Any) -> None: 
         # the viewer sees everything and can change nothing, not even with a crafted post
         viewer.goto(run_url)
         assert "Release 2.4 regression" in viewer.content()
-        assert viewer.locator("input[name=result_ids]").count() == 0
-        assert viewer.get_by_role("button", name="Mark completed").count() == 0
+        expect(viewer.locator("input[name=result_ids]")).to_have_count(0)
+        expect(viewer.get_by_role("button", name="Mark completed")).to_have_count(0)
         viewer.goto(f"{base}/results/{failed['id']}/execute")
-        assert viewer.get_by_role("button", name=re.compile("Save")).count() == 0
+        expect(viewer.get_by_role("button", name=re.compile("Save"))).to_have_count(0)
         csrf = next(c["value"] for c in viewer_context.cookies() if c["name"] == "csrftoken")
         crafted = viewer.request.post(f"{base}/results/{failed['id']}/execute",
                                       form={"status": "PASSED", "_csrf_token": csrf}, max_redirects=0)

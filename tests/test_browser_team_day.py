@@ -11,6 +11,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, make_tenant_on
 from tests.test_failures import ingest
@@ -84,7 +86,7 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     page.goto(f"{base}/runs/{manual['run']}")
     words = page.locator("section[aria-labelledby=summary-title] .counts").inner_text()
     assert "1 passed" in words and "1 blocked" in words and "1 untested" in words and "broken" not in words
-    assert page.locator("#clusters").count() == 0  # a tester's note is no CI cause: no clusters here
+    expect(page.locator("#clusters")).to_have_count(0)  # a tester's note is no CI cause: no clusters here
 
     # --- the last nightly arrives from CI ----------------------------------------------------------------
     latest = _ci_night(tenant, project, 5)[0]
@@ -94,9 +96,9 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     by_message = {clusters.nth(i).locator(".errmsg").inner_text(): clusters.nth(i) for i in range(clusters.count())}
     assert set(by_message) == {TIMEOUT.format(n=3005), "AssertionError: total 5 != 42", "KeyError: 'coupon'"}
     # new: the coupon failure only (PAY and CART failed on earlier nights, the manual run does not count)
-    assert by_message["KeyError: 'coupon'"].locator(".cluster-new").count() == 1
-    assert by_message[TIMEOUT.format(n=3005)].locator(".cluster-new").count() == 0
-    assert by_message["AssertionError: total 5 != 42"].locator(".cluster-new").count() == 0
+    expect(by_message["KeyError: 'coupon'"].locator(".cluster-new")).to_have_count(1)
+    expect(by_message[TIMEOUT.format(n=3005)].locator(".cluster-new")).to_have_count(0)
+    expect(by_message["AssertionError: total 5 != 42"].locator(".cluster-new")).to_have_count(0)
     # the results: failures first, each titled by its case (the CI test path beside it, smaller)
     rows = page.locator("section[aria-labelledby=results-title] tr.result")
     firsts = [rows.nth(i).locator(".badge.st").first.inner_text() for i in range(3)]
@@ -112,14 +114,15 @@ def test_a_team_day_reads_right_in_the_browser(server: ServerProcess, page: Any)
     # case codes stay one word at 1280 px (SHOP-123 never breaks at its hyphen)
     page.goto(f"{base}/cases?project_id={project}")
     codes = page.locator("table a > code")
-    assert codes.count() == len(CODES)
+    expect(codes).to_have_count(len(CODES))
     assert {codes.nth(i).evaluate("e => getComputedStyle(e).whiteSpace") for i in range(codes.count())} == {"nowrap"}
     assert all(codes.nth(i).evaluate("e => e.getClientRects().length") == 1 for i in range(codes.count()))
 
     # --- the flaky list: the flip-flop only, within its environment; the regression is no flake --------
     page.goto(f"{base}/flaky?project_id={project}")
     flaky = page.locator("#flaky tbody tr")
-    assert flaky.count() == 1 and "PAY-1" in flaky.nth(0).inner_text()
+    expect(flaky).to_have_count(1)
+    assert "PAY-1" in flaky.nth(0).inner_text()
     cells = flaky.nth(0).locator("td")
     assert "50%" in flaky.nth(0).inner_text()  # 5 flips in 5 staging steps, none in production: 5 / 10
     assert any(cells.nth(i).inner_text() == "Passed" for i in range(cells.count()))  # last status, in words
