@@ -15,6 +15,7 @@ from tms.library.cases import service as case_service
 from tms.library.cases.models import CODE_PATTERN, Pagination
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
+from tms.runs import listing
 from tms.runs import store as run_store
 from tms.runs.models import (
     RERUN_MAX_CASES,
@@ -171,6 +172,14 @@ async def list_runs(
         milestone_id=milestone_id, plan_id=plan_id,
     )
     return [run_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | None, status: str | None,
+                           limit: int, offset: int) -> tuple[list[Run], int]:
+    """(a page of runs, how many match) for the runs page: the newest first (the API lists oldest first)."""
+    rows, total = await listing.list_runs_newest(db, tenant_id, project_id=project_id, status=status,
+                                                 limit=limit, offset=offset)
+    return [run_from_row(row) for row in rows], total
 
 
 async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate) -> Run:
