@@ -33,7 +33,7 @@ from tms.runs.results.models import Result
 from tms.runs.results.service import result_from_row
 from tms.runs.statuses import FAILING
 from tms.runs.write_one import Source, StoredResult
-from tms.team import store as user_store
+from tms.team import service as team
 from tms.team.audit import service as audit
 
 _steps_encoder = msgspec.json.Encoder()
@@ -112,8 +112,8 @@ async def next_untested(db: Database, tenant_id: str, run_id: str, result_id: st
 
 async def check_assignee(db: Database | Transaction, tenant_id: str, user_id: str) -> None:
     """An assignee must be an active user of the same tenant; anyone else is a clear 400."""
-    row = await user_store.get_user(db, user_id)
-    if row is None or row["tenant_id"] != tenant_id:
+    row = await team.get_member(db, tenant_id, user_id)
+    if row is None:
         raise InvalidInput(f"assignee_id {user_id!r} is not a user of this team", field="assignee_id")
     if not row["active"]:
         raise InvalidInput(f"assignee_id {user_id!r} is deactivated and cannot be assigned results",
