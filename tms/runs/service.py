@@ -182,6 +182,31 @@ async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | No
     return [run_from_row(row) for row in rows], total
 
 
+async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Run]:
+    """The project's newest ``limit`` runs, newest first (the dashboard's)."""
+    return [run_from_row(row) for row in await listing.newest_runs(db, tenant_id, project_id, limit)]
+
+
+async def run_row(db: Database | Transaction, tenant_id: str, run_id: str) -> Row | None:
+    """A run's stored row (``tms.runs.store.COLUMNS``), None for an unknown id or another tenant's."""
+    return await run_store.get_run(db, tenant_id, run_id)
+
+
+async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
+    """The project's unlinked results, from the counter kept at write time (never a count of rows)."""
+    return await result_store.unlinked_count(db, tenant_id, project_id)
+
+
+async def insert_pending_run(tx: Transaction, tenant_id: str, *, run_id: str, project_id: str, name: str,
+                             environment: str | None, created_at: str, milestone_id: str | None = None,
+                             plan_id: str | None = None) -> None:
+    """A new PENDING run without results, in the caller's transaction (a plan's runs, then filled by
+    ``add_cases_to_run``)."""
+    await run_store.insert_run(tx, run_id=run_id, tenant_id=tenant_id, project_id=project_id, name=name,
+                               environment=environment, status="PENDING", created_at=created_at,
+                               milestone_id=milestone_id, plan_id=plan_id)
+
+
 async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate) -> Run:
     """Sets name, environment or status (any status from any). Entering COMPLETED fires the event once;
     PATCHing a completed run to COMPLETED again fires nothing."""
