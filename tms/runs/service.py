@@ -13,6 +13,7 @@ from tms.http.paging import check_choice, page_window
 from tms.ids import new_id, new_ids, now_iso
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CODE_PATTERN, Pagination
+from tms.library.projects import service as project_service
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
 from tms.runs import listing
@@ -67,9 +68,6 @@ def completed_event(run: Row) -> dict[str, Any]:
 async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
     """The project a new run (POST /runs, ingest, a plan) goes into: an unknown project (or another
     tenant's) is a missing resource, 404 as for ids in paths; an archived one refuses new runs, 409."""
-    # here: the projects service imports tms.runs.writes, which imports tms.failures, which imports this module
-    from tms.library.projects import service as project_service
-
     exists, archived_at = await project_service.archived_at(db, tenant_id, project_id)
     if not exists:
         raise NotFound(f"project {project_id} not found", field="project_id")
