@@ -25,7 +25,7 @@ from tms.ids import iso_days_ago, now_iso
 from tms.library.cases.service import find_case_row
 from tms.library.gherkin.service import checklist_page, off_loop
 from tms.library.shared_steps import service as shared_steps
-from tms.runs import store as run_store
+from tms.runs import service as run_service
 from tms.runs.statuses import FAILING
 
 # ---- write time ------------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ async def restamp_one(tx: Transaction, tenant_id: str, project_id: str, run_id: 
 # ---- reads ----------------------------------------------------------------------------------------
 
 async def _run(db: Database, tenant_id: str, run_id: str) -> Row:
-    run = await run_store.get_run(db, tenant_id, run_id)
+    run = await run_service.run_row(db, tenant_id, run_id)
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run
@@ -233,7 +233,7 @@ async def compare(db: Database, tenant_id: str, run_id: str, base_id: str | None
     no list (passing or skipped in both, or a change no list names)."""
     run = await _run(db, tenant_id, run_id)
     if base_id:
-        base = await run_store.get_run(db, tenant_id, base_id)
+        base = await run_service.run_row(db, tenant_id, base_id)
         if base is None or base["project_id"] != run["project_id"]:
             raise NotFound(f"run {base_id} not found in this run's project", field="base")
     else:
@@ -283,7 +283,7 @@ class FailurePanel:
 async def panel(db: Database, tenant_id: str, project_id: str, *, flaky_runs: int = 30, limit: int = 5
                 ) -> FailurePanel:
     latest = await store.last_runs(db, tenant_id, project_id, 1)
-    latest_run = await run_store.get_run(db, tenant_id, latest[0]) if latest else None
+    latest_run = await run_service.run_row(db, tenant_id, latest[0]) if latest else None
     new = [c for c in await clusters(db, tenant_id, latest[0]) if c.new] if latest else []
     top = await store.top_fingerprints(db, tenant_id, project_id, iso_days_ago(30)[:10], limit)
     window = await flaky.dashboard_window.compute(db, tenant_id, project_id, flaky_runs)

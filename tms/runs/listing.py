@@ -26,6 +26,14 @@ async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | No
     return rows, int(total)
 
 
+async def newest_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Row]:
+    """The project's newest runs, newest first (the dashboard's)."""
+    return await db.fetch_all(
+        f"SELECT {COLUMNS} FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
+        (tenant_id, project_id, limit),
+    )
+
+
 _RESULT_COLUMNS = (
     "id, test_case_id, test_case_code, title, status, comment, bug_ticket_key, bug_ticket_url, duration_ms, "
     "framework, error_message, error_stack, executed_at, created_at, updated_at, fingerprint, "

@@ -13,8 +13,10 @@ from tms.http.paging import check_choice, page_window
 from tms.ids import new_id, new_ids, now_iso
 from tms.library.cases import service as case_service
 from tms.library.cases.models import CODE_PATTERN, Pagination
+from tms.library.projects import service as project_service
 from tms.notifications import events
 from tms.planning.milestones.service import require_milestone
+from tms.runs import listing
 from tms.runs import store as run_store
 from tms.runs.models import (
     RERUN_MAX_CASES,
@@ -66,9 +68,6 @@ def completed_event(run: Row) -> dict[str, Any]:
 async def require_project(db: Database | Transaction, tenant_id: str, project_id: str) -> None:
     """The project a new run (POST /runs, ingest, a plan) goes into: an unknown project (or another
     tenant's) is a missing resource, 404 as for ids in paths; an archived one refuses new runs, 409."""
-    # here: the projects service imports tms.runs.writes, which imports tms.failures, which imports this module
-    from tms.library.projects import service as project_service
-
     exists, archived_at = await project_service.archived_at(db, tenant_id, project_id)
     if not exists:
         raise NotFound(f"project {project_id} not found", field="project_id")
@@ -171,6 +170,39 @@ async def list_runs(
         milestone_id=milestone_id, plan_id=plan_id,
     )
     return [run_from_row(row) for row in rows], Pagination(total=total, limit=limit, offset=offset)
+
+
+async def list_runs_newest(db: Database, tenant_id: str, *, project_id: str | None, status: str | None,
+                           limit: int, offset: int) -> tuple[list[Run], int]:
+    """(a page of runs, how many match) for the runs page: the newest first (the API lists oldest first)."""
+    rows, total = await listing.list_runs_newest(db, tenant_id, project_id=project_id, status=status,
+                                                 limit=limit, offset=offset)
+    return [run_from_row(row) for row in rows], total
+
+
+async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Run]:
+    """The project's newest ``limit`` runs, newest first (the dashboard's)."""
+    return [run_from_row(row) for row in await listing.newest_runs(db, tenant_id, project_id, limit)]
+
+
+async def run_row(db: Database | Transaction, tenant_id: str, run_id: str) -> Row | None:
+    """A run's stored row (``tms.runs.store.COLUMNS``), None for an unknown id or another tenant's."""
+    return await run_store.get_run(db, tenant_id, run_id)
+
+
+async def unlinked_count(db: Database, tenant_id: str, project_id: str) -> int:
+    """The project's unlinked results, from the counter kept at write time (never a count of rows)."""
+    return await result_store.unlinked_count(db, tenant_id, project_id)
+
+
+async def insert_pending_run(tx: Transaction, tenant_id: str, *, run_id: str, project_id: str, name: str,
+                             environment: str | None, created_at: str, milestone_id: str | None = None,
+                             plan_id: str | None = None) -> None:
+    """A new PENDING run without results, in the caller's transaction (a plan's runs, then filled by
+    ``add_cases_to_run``)."""
+    await run_store.insert_run(tx, run_id=run_id, tenant_id=tenant_id, project_id=project_id, name=name,
+                               environment=environment, status="PENDING", created_at=created_at,
+                               milestone_id=milestone_id, plan_id=plan_id)
 
 
 async def update_run(db: Database, tenant_id: str, run_id: str, body: RunUpdate) -> Run:

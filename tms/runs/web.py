@@ -33,12 +33,11 @@ from tms.library.cases import service as case_service
 from tms.library.cases.web import AUTOMATION, LAYERS, PRIORITIES, STATUSES, _choice
 from tms.library.projects import service as project_service
 from tms.planning.milestones import service as milestone_service
-from tms.runs import listing as run_views
 from tms.runs import service as run_service
 from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
-from tms.runs.results import store as result_store
-from tms.runs.statuses import FAILING, RESULT_STATUSES, counted
+from tms.runs.results import service as result_service
+from tms.runs.statuses import RESULT_STATUSES, counted
 from tms.state import ConfigDep, DatabaseDep, app_state, db_of
 from tms.team import service as team
 from tms.team.audit import service as audit
@@ -61,9 +60,8 @@ async def list_runs(request: AnyRequest, db: DatabaseDep, offset: int = 0, proje
     db, tenant = db, tenant_of(request)
     status = status if status in RUN_STATUSES else None
     offset = page_offset(offset)
-    rows, total = await run_views.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
-                                                   limit=PAGE_SIZE, offset=offset)
-    runs = [run_service.run_from_row(row) for row in rows]
+    runs, total = await run_service.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
+                                                     limit=PAGE_SIZE, offset=offset)
     projects = await project_service.list_projects(db, tenant)
     query = {"project_id": project_id or "", "status": status or ""}
     return render(request, "runs/list.html", active_nav="runs", runs=runs, projects=projects,
@@ -93,32 +91,9 @@ async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: st
     if assignee == "me":
         assignee = user_of(request).id
     assignee = assignee if assignee == "none" or assignee in {m["id"] for m in members} else None
-    # one scan of the run's linked rows gives the status tabs, the assignee filter and the page count
-    linked_counts, assignee_counts, pairs = await run_views.linked_counts(db, tenant, run.id)
-    unlinked_counts = await run_views.unlinked_status_counts(db, tenant, run.id)
-    by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
-    if assignee:
-        wanted = None if assignee == "none" else assignee
-        linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
-        linked = await run_views.result_page(db, tenant, run.id, unlinked=False, status=status,
-                                             limit=RESULTS_PAGE, offset=offset, assignee=assignee)
-    elif status:
-        linked_total = linked_counts.get(status, 0)
-        linked = await result_store.page_for_run(db, tenant, run.id, unlinked=False, offset=offset, status=status,
-                                                 limit=RESULTS_PAGE, linked_total=linked_total)
-    else:  # failed and blocked first (issue 24)
-        linked_total = sum(linked_counts.values())
-        linked = await result_store.page_failures_first(
-            db, tenant, run.id, limit=RESULTS_PAGE, offset=offset,
-            failing_total=sum(linked_counts.get(s, 0) for s in FAILING))
-    unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
-    unlinked = [] if assignee else await result_store.page_for_run(
-        db, tenant, run.id, unlinked=True, offset=unlinked_offset, status=status, limit=RESULTS_PAGE,
-        linked_total=linked_total)
-    # attachments of the shown rows only, through the attachments service (one query per 500 ids)
-    attachments = await attachment_service.attachments_by_result(db, tenant, [r["id"] for r in linked + unlinked])
-    for row in linked + unlinked:
-        row["attachments"] = attachments.get(row["id"], [])
+    page = await result_service.run_page(db, tenant, run.id, status=status, assignee=assignee, limit=RESULTS_PAGE,
+                                         offset=offset, unlinked_offset=unlinked_offset)
+    linked, unlinked, by_status = page.linked, page.unlinked, page.by_status
     try:
         project = await project_service.get_project(db, tenant, run.project_id)
     except NotFound:
@@ -127,18 +102,18 @@ async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: st
     names = {m["id"]: m["name"] or m["email"] for m in members}
     clusters = await failure_service.clusters(db, tenant, run.id)
     return render(request, "runs/detail.html", active_nav="runs", run=run, project=project, clusters=clusters,
-                  linked=linked, unlinked=unlinked, unlinked_total=unlinked_total, by_status=by_status,
+                  linked=linked, unlinked=unlinked, unlinked_total=page.unlinked_total, by_status=by_status,
                   status=status, statuses=RESULT_STATUSES, total=sum(by_status.values()),
-                  bar=bar_segments(run.counts), pager=page_numbers(linked_total, RESULTS_PAGE, offset),
+                  bar=bar_segments(run.counts), pager=page_numbers(page.linked_total, RESULTS_PAGE, offset),
                   pager_query=urlencode({k: v for k, v in (("status", status), ("assignee", assignee),
                                                            ("unlinked_offset", unlinked_offset)) if v}),
-                  unlinked_pager=page_numbers(unlinked_total, RESULTS_PAGE, unlinked_offset),
+                  unlinked_pager=page_numbers(page.unlinked_total, RESULTS_PAGE, unlinked_offset),
                   unlinked_pager_query=urlencode({k: v for k, v in (("status", status), ("offset", offset)) if v}),
                   assignee=assignee, names=names,
                   case_titles=await case_service.titles_of(db, tenant, [r["test_case_id"] for r in linked
                                                                        if r["test_case_id"]]),
                   assignable=[m for m in members if m["active"] and m["role"] != "viewer"],
-                  assignee_counts=assignee_counts,
+                  assignee_counts=page.assignee_counts,
                   can_file_issue=user_of(request).has_role("tester")
                   and await defects.can_create_issues(db, tenant),
                   open=run.status in run_service.OPEN_STATUSES, history=history,

@@ -10,7 +10,7 @@ Entry points, each a thin caller:
   sibling module ``tms.runs.write_one`` (split off to keep each under ~400 lines);
 - a run filled with or emptied of cases: ``add_placeholders`` / ``remove_cases``; bulk assignment:
   ``assign``; the retention sweep: ``delete_of_run`` / ``sweep_unlinked``; a project's deletion
-  (``tms.library.projects.service``): ``delete_of_project``.
+  (``tms.library.projects.deletion``): ``delete_of_project``.
 
 Side effects, each made here once: the run's counts (``RunCounts``) and PENDING -> IN_PROGRESS, the
 ``test_run_result.failed`` events (``ResultFailedEvent``), fingerprints and the first-seen tables

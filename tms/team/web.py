@@ -16,6 +16,7 @@ from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.notifications.inbox import service as inbox
 from tms.state import ConfigDep, DatabaseDep, db_of
+from tms.team import links
 from tms.team import service as team
 from tms.team.signin.session import needs_role, page_guard
 from tms.team.signin.session_cookie import current_session_key, start_session
@@ -35,7 +36,7 @@ async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
     members = await team.list_users(db, tenant)
     template = render(request, "team/index.html", status_code=status_code, active_nav="settings",
                       settings_nav="team", members=members, issued=issued, form=form or {"role": "tester"},
-                      errors=errors or {}, invitations=await team.pending_invitations(db, tenant),
+                      errors=errors or {}, invitations=await links.pending_invitations(db, tenant),
                       roles=team.ASSIGNABLE_ROLES, me=user_of(request))
     if issued:
         template.headers["Cache-Control"] = "no-store"
@@ -53,8 +54,8 @@ async def invite(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Tem
     form = {"email": single.get("email", ""), "role": single.get("role", "")}
     user = user_of(request)
     try:
-        link = await team.invite(db, config, user.tenant_id, user.tenant_name,
-                                 user.id, form["email"], form["role"])
+        link = await links.invite(db, config, user.tenant_id, user.tenant_name,
+                                  user.id, form["email"], form["role"])
     except DomainError as exc:
         return await _team_page(request, form=form, errors=_errors_of(exc, "email"), status_code=400)
     request.session[_LINK_KEY] = {"kind": "invitation", "email": form["email"].strip(), "url": link.url,
@@ -65,7 +66,7 @@ async def invite(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Tem
 @post("/team/invitations/{link_id:str}/revoke", status_code=303)
 async def revoke_invitation(request: AnyRequest, db: DatabaseDep, link_id: str) -> Redirect:
     try:
-        await team.revoke_invitation(db, tenant_of(request), link_id)
+        await links.revoke_invitation(db, tenant_of(request), link_id)
     except NotFound as exc:
         raise not_found("invitation") from exc
     return done(request, "/settings/team", "Invitation revoked; its link no longer works.")
@@ -137,8 +138,8 @@ async def set_active(request: AnyRequest, db: DatabaseDep, user_id: str) -> Temp
 @post("/team/{user_id:str}/reset", status_code=303)
 async def issue_reset(request: AnyRequest, db: DatabaseDep, config: ConfigDep, user_id: str) -> Redirect:
     try:
-        link = await team.issue_reset(db, config, tenant_of(request),
-                                      user_of(request).id, user_id)
+        link = await links.issue_reset(db, config, tenant_of(request),
+                                       user_of(request).id, user_id)
     except NotFound as exc:
         raise not_found("user") from exc
     except DomainError as exc:
@@ -156,7 +157,7 @@ def _renew_session(request: AnyRequest, user_id: str) -> None:
 async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     try:
-        link = await team.open_link(db_of(request), secret, kind)
+        link = await links.open_link(db_of(request), secret, kind)
     except NotFound as exc:
         return Template("team/link_invalid.html", context={"message": exc.detail}, status_code=404)
     template = "team/accept.html" if kind == "invitation" else "team/reset.html"
@@ -177,8 +178,8 @@ async def accept(request: AnyRequest, db: DatabaseDep, secret: str) -> Template 
     single, _ = await form_of(request)
     form = {"name": single.get("name", "")}
     try:
-        user = await team.accept_invitation(db, secret, single.get("name", ""),
-                                            single.get("password", ""), single.get("password_confirm", ""))
+        user = await links.accept_invitation(db, secret, single.get("name", ""),
+                                             single.get("password", ""), single.get("password_confirm", ""))
     except NotFound:
         return await _link_page(request, secret, "invitation")
     except DomainError as exc:
@@ -197,8 +198,8 @@ async def reset_page(request: AnyRequest, secret: str) -> Template:
 async def reset(request: AnyRequest, db: DatabaseDep, secret: str) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
-        user = await team.use_reset(db, secret, single.get("password", ""),
-                                    single.get("password_confirm", ""))
+        user = await links.use_reset(db, secret, single.get("password", ""),
+                                     single.get("password_confirm", ""))
     except NotFound:
         return await _link_page(request, secret, "reset")
     except DomainError as exc:

@@ -336,7 +336,12 @@ async def result_rules(db: Database, tenant_id: str, project_id: str,
                        given: Iterable[Mapping[str, Any] | None]) -> ResultFieldRules:
     """The rules of a batch: one query for the project's result fields, one more for the tenant's users
     only when a `user` field exists and some item gives a value (``given``: each item's values)."""
-    fields = await fields_of(db, tenant_id, project_id, "result")
+    return await rules_of(db, tenant_id, await fields_of(db, tenant_id, project_id, "result"), given)
+
+
+async def rules_of(db: Database, tenant_id: str, fields: dict[str, CustomField],
+                   given: Iterable[Mapping[str, Any] | None]) -> ResultFieldRules:
+    """``result_rules`` for result fields the caller has already read (``fields_of(..., "result")``)."""
     if not fields:
         return NO_RESULT_FIELDS
     users = None

@@ -1,6 +1,6 @@
 """Gherkin verdicts of many texts at once (an import's check), in a module light enough for workers.
 
-Import files of 3,000+ cases are checked in worker processes (``tms.library.transfer.service``). A spawned
+Import files of 3,000+ cases are checked in worker processes (``tms.library.transfer.plan``). A spawned
 worker imports the module of the function it runs: this one needs only the parser (~0.15 s to import),
 not the import code and everything it pulls in (~0.45 s), on every import.
 """

@@ -12,6 +12,7 @@ from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.library.fields import service as field_service
 from tms.library.fields.models import FIELD_TYPES
+from tms.library.projects import deletion
 from tms.library.projects import service as project_service
 from tms.library.projects.models import ProjectCreate, ProjectUpdate
 from tms.state import DatabaseDep, app_state, config_of, db_of
@@ -162,8 +163,7 @@ async def delete_project(request: AnyRequest, db: DatabaseDep, project_id: str) 
     if form.get("confirm_name", "") != project.name:
         errors = {"confirm_name": f"Type the project's name, “{project.name}”, exactly to delete it."}
         return await _edit_page(request, project, {**_edit_form(project), **form}, errors, status_code=400)
-    counts = await project_service.delete_project(db, tenant_of(request), project.id,
-                                                  app_state(request).attachment_store)
+    counts = await deletion.delete_project(db, tenant_of(request), project.id, app_state(request).attachment_store)
     return done(request, "/projects", f"Project “{project.name}” deleted with {counts['cases']} cases, "
                                       f"{counts['runs']} runs and {counts['attachments']} attachments.")
 

@@ -26,7 +26,7 @@ FORMATS = ("csv", "testrail-xml")
 # 40,000 typical cases. Larger files are refused with 413 before they are parsed.
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 # Gherkin checks cost ~0.1-0.3 ms a case in the official parser; big files are checked in worker processes
-# when the machine has 3 cores to spare (service._gherkin_errors), else in a thread.
+# when the machine has 3 cores to spare (plan._gherkin_errors), else in a thread.
 PARALLEL_GHERKIN_FROM = 3000
 # sections one import may name (every distinct path, each parent counted once) and how deep they nest
 MAX_SECTIONS = 10_000

@@ -4,8 +4,9 @@ An import is planned first (every row checked, each one a create, an update, unc
 rejection with the row and field named) and then applied in ONE transaction: sections named by
 path are created as needed, new cases inserted, changed ones updated with a new version, and one
 audit entry records the counts. The preview (``dry_run``) is the same plan without the write, so
-what it shows is what the import does. A file-level problem (wrong header, not UTF-8, an XML bomb,
-too large) is a 400/413 and changes nothing.
+what it shows is what the import does (the plan is ``plan.py``, the write ``apply.py``, and this module
+runs them). A file-level problem (wrong header, not UTF-8, an XML bomb, too large) is a 400/413 and
+changes nothing.
 
 Limits (issue 22): a file names at most ``MAX_SECTIONS`` sections (each parent counted once), nested at
 most ``MAX_SECTION_DEPTH`` deep; a TestRail file nests elements at most ``MAX_XML_DEPTH`` deep. Past
@@ -28,272 +29,27 @@ fields, created as needed: a dropdown (``<value>``) a select with the values met
 ``<value>`` a multiselect, other text a text field (a textarea when it has several lines).
 """
 
-
+from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import re
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-import msgspec
-
-from tms.db import Database, Row, Transaction
+from tms.db import Database, Transaction
 from tms.errors import InvalidInput, NotFound, TooLarge
-from tms.ids import new_ids, now_iso
 from tms.library.cases import service as case_service
-from tms.library.cases import store as case_store
-from tms.library.cases.models import CaseCreate
 from tms.library.fields import service as field_service
-from tms.library.fields import values as field_values
-from tms.library.fields.models import CustomField
-from tms.library.gherkin.batch import gherkin_errors
 from tms.library.projects import store as project_store
-from tms.library.sections import store as section_store
-from tms.library.sections.service import PATH_SEPARATOR, clean_name
-from tms.library.transfer.csvfile import FORMATS, MAX_IMPORT_BYTES, PARALLEL_GHERKIN_FROM, ImportRow, Parsed, parse_csv
-from tms.library.transfer.export import section_paths
+from tms.library.transfer.apply import apply_plan
+from tms.library.transfer.csvfile import FORMATS, MAX_IMPORT_BYTES, Parsed, parse_csv
+from tms.library.transfer.plan import Plan, plan_import
 from tms.library.transfer.testrail import parse_testrail
-from tms.team.audit import service as audit
 
-_encoder = msgspec.json.Encoder()
-_fields_decoder = msgspec.json.Decoder(dict[str, Any])
 
 async def check_project(db: Database | Transaction, tenant_id: str, project_id: str | None) -> None:
     if not project_id:
         raise InvalidInput("project_id is required", field="project_id")
     if not await project_store.project_exists(db, tenant_id, project_id):
         raise NotFound(f"project {project_id} not found", field="project_id")
-
-# ----------------------------------------------------------------------------------------------- planning
-
-
-@dataclass
-class Plan:
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)
-    creates: list[tuple[ImportRow, CaseCreate]] = field(default_factory=list)
-    updates: list[tuple[ImportRow, Row, dict[str, Any]]] = field(default_factory=list)
-    new_sections: list[tuple[str, ...]] = field(default_factory=list)
-    # what the plan was worked out from (the fields, the stored cases the file names, the sections):
-    # the same read again under the write lock gives the same plan
-    basis: tuple[Any, ...] = ()
-
-    @property
-    def rejected(self) -> int:
-        return len(self.errors)
-
-
-def _workers() -> int:
-    """Worker processes for a big file's Gherkin checks: the cores beside the server's own, at most 4."""
-    return min(4, multiprocessing.cpu_count() - 1)
-
-
-async def _gherkin_errors(texts: list[str]) -> list[str | None]:
-    """Checks many feature texts (~0.1 ms each on a quiet core); big batches in worker processes (the
-    parser is pure Python) when there are at least 3 cores to spare. A spawned worker takes ~0.3 s to
-    start: on the 2-core VM, 10,000 texts took 8.7-9.5 s in 4 workers and 5.1-6.5 s in one thread
-    (load average 14, bench/custom_fields.py)."""
-    workers = _workers()
-    if len(texts) < PARALLEL_GHERKIN_FROM or workers < 3:
-        return await asyncio.to_thread(gherkin_errors, texts)
-    size = -(-len(texts) // workers)
-    chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-    loop = asyncio.get_running_loop()
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = await asyncio.gather(*(loop.run_in_executor(pool, gherkin_errors, c) for c in chunks))
-    return [error for part in parts for error in part]
-
-
-def _convert(row: ImportRow) -> CaseCreate | str:
-    data = {k: v for k, v in row.fields.items() if not k.startswith("_")}
-    try:
-        body = msgspec.convert(data, CaseCreate)
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        match = re.search(r"at `\$\.([A-Za-z_]+)", message)
-        field_name = match.group(1) if match else "row"
-        return f"{field_name}: {message.split(' - at ')[0]}"
-    if not body.title.strip():
-        return "title: must not be blank"
-    return body
-
-
-def _check_row(row: ImportRow) -> CaseCreate | str:
-    """The row as a CaseCreate, or the message naming what is wrong (Gherkin is checked apart)."""
-    body = _convert(row)
-    if isinstance(body, str):
-        return body
-    try:
-        for name in row.section:
-            clean_name(name)
-    except InvalidInput as exc:
-        return f"section: {exc.detail}"
-    return body
-
-
-@dataclass(frozen=True)
-class FieldRules:
-    """What the custom field values of an import are checked against: the project's case fields (with
-    those the file will create) and, for `user` fields, the tenant's users."""
-
-    fields: dict[str, CustomField]
-    users: field_values.Users | None
-    given: bool  # the file has custom field columns: required fields are checked on updates too
-
-
-async def _field_rules(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
-                       users: field_values.Users | None) -> FieldRules:
-    """400 naming ``file`` for a `cf:` column the project does not define for cases."""
-    fields = field_values.with_inferred(await field_service.fields_of(db, tenant_id, project_id), parsed.inferred)
-    unknown = [key for key in parsed.field_keys if key not in fields]
-    if unknown:
-        raise InvalidInput(f"the project has no custom field for cases named {', '.join(unknown)} (columns "
-                           f"{', '.join('cf:' + key for key in unknown)}); define it first or leave the column out",
-                           field="file")
-    return FieldRules(fields, users, bool(parsed.field_keys))
-
-
-def _row_fields(row: ImportRow, rules: FieldRules, current: dict[str, Any] | None) -> dict[str, Any] | str:
-    """The row's custom field values merged into ``current`` (None: a new case, defaults added), or the
-    message naming what is wrong (``cf:<key>: …``)."""
-    cells: dict[str, str] = row.fields.get("_cf", {})
-    given: dict[str, Any] = {}
-    try:
-        for key, cell in cells.items():
-            given[key] = field_values.value_from_cell(rules.fields[key], cell)
-        return field_values.merge_case_fields(rules.fields, current or {}, given if rules.given else None,
-                                               creating=current is None, users=rules.users)
-    except ValueError as exc:
-        return f"cf:{key}: {exc}"
-    except InvalidInput as exc:
-        name = (exc.field or "").removeprefix("custom_fields.")
-        return f"cf:{name}: {exc.detail.split(': ', 1)[-1]}"
-
-
-async def plan_import(db: Database | Transaction, tenant_id: str, project_id: str, parsed: Parsed,
-                      checked: dict[str, str | None] | None = None,
-                      users: field_values.Users | None = None, earlier: Plan | None = None) -> Plan:
-    """What the import will do, row by row, without writing anything.
-
-    ``checked`` remembers the Gherkin verdict of each text (filled here): planning again inside the
-    write transaction, after a first plan outside it, then parses no text a second time; and when what
-    the ``earlier`` plan was worked out from reads the same, that plan is the answer (no second
-    comparison of every row). ``users`` (``field_service.tenant_users``) is needed when the file gives
-    values to `user` fields.
-    """
-    checked = {} if checked is None else checked
-    rules = await _field_rules(db, tenant_id, project_id, parsed, users)
-    plan = Plan()
-    # the CPU parts (a check of each row, the comparison, the sections) run in worker threads
-    candidates = await asyncio.to_thread(_candidates, parsed, plan)
-    existing = {r["code"]: r for r in await case_store.rows_by_codes(
-        db, tenant_id, [b.code for _, b in candidates if b.code is not None])}
-    sections = await section_store.list_for_project(db, tenant_id, project_id)
-    plan.basis = (rules.fields, existing, sections)
-    if earlier is not None and earlier.basis == plan.basis:
-        return earlier
-    # only texts that differ from the stored case need the parser (a re-import skips most of them)
-    to_check = [(row, body) for row, body in candidates
-                if body.code not in existing or existing[body.code]["bdd_content"] != body.bdd_content]
-    unchecked = list(dict.fromkeys(body.bdd_content for _, body in to_check if body.bdd_content not in checked))
-    checked.update(zip(unchecked, await _gherkin_errors(unchecked), strict=True))
-    bad = {id(row): error for row, body in to_check if (error := checked[body.bdd_content])}
-    await asyncio.to_thread(_compare, plan, parsed, candidates, existing, bad, sections, rules)
-    return plan
-
-
-def _candidates(parsed: Parsed, plan: Plan) -> list[tuple[ImportRow, CaseCreate]]:
-    """The rows that can become cases (each checked once); the others go to ``plan.errors``."""
-    candidates: list[tuple[ImportRow, CaseCreate]] = []
-    seen: dict[str, int] = {}
-    for row in parsed.rows:
-        if row.error:
-            plan.errors.append((row.row, row.error))
-            continue
-        if row.checked is None:
-            row.checked = _check_row(row)
-        body = row.checked
-        if isinstance(body, str):
-            plan.errors.append((row.row, body))
-            continue
-        if body.code is not None:
-            if body.code in seen:
-                plan.errors.append((row.row, f"code: {body.code} already appears on row {seen[body.code]}"))
-                continue
-            seen[body.code] = row.row
-        candidates.append((row, body))
-    return candidates
-
-
-def _compare(plan: Plan, parsed: Parsed, candidates: list[tuple[ImportRow, CaseCreate]], existing: dict[str, Row],
-             bad: dict[int, str], sections: list[Row], rules: FieldRules) -> None:
-    """Each candidate against the stored case (create, update, unchanged) and the sections to create:
-    linear, with sets and dicts (each missing section path found once, parents first)."""
-    by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
-    wanted = dict.fromkeys(parsed.sections)
-    for row, body in candidates:
-        if id(row) in bad:
-            plan.errors.append((row.row, bad[id(row)]))
-            continue
-        wanted[row.section] = None
-        old = existing.get(body.code) if body.code else None
-        values = _row_fields(row, rules, None if old is None else _fields_decoder.decode(old["custom_fields"]))
-        if isinstance(values, str):
-            plan.errors.append((row.row, values))
-            continue
-        if old is None:
-            body.custom_fields = values
-            plan.creates.append((row, body))
-            continue
-        new = _stored_values(row, body)
-        new["custom_fields"] = field_values.encode(values)
-        changes = {k: v for k, v in new.items() if old[k] != v}
-        if "section_id" in changes and changes["section_id"] == ("path", row.section):
-            current = by_path.get(row.section) if row.section else None
-            if current == old["section_id"] and (current is not None or not row.section):
-                changes.pop("section_id")
-        if changes:
-            plan.updates.append((row, old, changes))
-        else:
-            plan.unchanged += 1
-    known: set[tuple[str, ...]] = set(by_path)
-    for path in wanted:
-        missing = []
-        prefix = path
-        while prefix and prefix not in known:
-            missing.append(prefix)
-            known.add(prefix)
-            prefix = prefix[:-1]
-        plan.new_sections += reversed(missing)  # parents first
-    plan.errors.sort()
-    plan.created, plan.updated = len(plan.creates), len(plan.updates)
-
-
-def _stored_values(row: ImportRow, body: CaseCreate) -> dict[str, Any]:
-    """The row's values the way test_cases stores them; a column the file lacks keeps the old value."""
-    given = row.fields
-    new: dict[str, Any] = {"title": body.title.strip(), "bdd_content": body.bdd_content}
-    for key in ("status", "priority", "automation_status"):
-        if key in given:
-            new[key] = getattr(body, key)
-    if "layer" in given:
-        new["layer"] = body.layer
-    if "is_e2e" in given:
-        new["is_e2e"] = int(body.is_e2e)
-    if "tags" in given:
-        new["tags"] = _encoder.encode(list(dict.fromkeys(t.strip() for t in body.tags if t.strip()))).decode()
-    if "tickets" in given:
-        new["tickets"] = _encoder.encode(body.tickets).decode()
-    if not given.get("_keep_section"):
-        new["section_id"] = ("path", row.section)
-    return new
-
-
-# ----------------------------------------------------------------------------------------------- applying
 
 
 @dataclass(frozen=True)
@@ -331,7 +87,7 @@ async def import_cases(
     # parsing the Gherkin texts, was done above without holding it
     async with db.transaction() as tx:
         plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users, earlier=plan)
-        await _apply(tx, tenant_id, project_id, plan, parsed)
+        await apply_plan(tx, tenant_id, project_id, plan, parsed)
     await case_service.refresh_statistics_after(db, plan.created + plan.updated)
     return _result(plan)
 
@@ -339,65 +95,3 @@ async def import_cases(
 def _result(plan: Plan) -> ImportResult:
     return ImportResult(plan.created, plan.updated, plan.unchanged, plan.rejected, plan.errors,
                         len(plan.new_sections))
-
-
-async def _apply(tx: Transaction, tenant_id: str, project_id: str, plan: Plan, parsed: Parsed) -> None:
-    now = now_iso()
-    sections = await section_store.list_for_project(tx, tenant_id, project_id)
-    by_path = {tuple(p.split(PATH_SEPARATOR)): sid for sid, p in section_paths(sections).items()}
-    paths = {row["id"]: row["path"] for row in sections}
-    if plan.new_sections:
-        ids = iter(new_ids(len(plan.new_sections)))
-        rows: list[dict[str, Any]] = []
-        for path in plan.new_sections:  # parents come first: each path after its prefixes
-            section_id = next(ids)
-            parent_id = by_path.get(path[:-1]) if len(path) > 1 else None
-            prefix = paths[parent_id] if parent_id else "/"
-            rows.append({"id": section_id, "tenant_id": tenant_id, "project_id": project_id, "parent_id": parent_id,
-                         "name": path[-1], "description": parsed.sections.get(path), "position": 0,
-                         "path": f"{prefix}{section_id}/", "created_at": now, "updated_at": now})
-            by_path[path] = section_id
-            paths[section_id] = rows[-1]["path"]
-        siblings: dict[str | None, int] = {}
-        for new in rows:  # new sections follow the existing ones of their parent, in file order
-            if new["parent_id"] not in siblings:
-                siblings[new["parent_id"]] = await section_store.next_position(
-                    tx, tenant_id, project_id, new["parent_id"])
-            new["position"] = siblings[new["parent_id"]]
-            siblings[new["parent_id"]] += 1
-        await section_store.insert_sections(tx, rows)
-    fields_created = []
-    if parsed.inferred:
-        fields_created = await field_service.create_missing(tx, tenant_id, project_id, list(parsed.inferred.values()))
-    if plan.creates:
-        bodies = []
-        for row, body in plan.creates:
-            body.project_id = project_id
-            body.section_id = by_path.get(row.section) if row.section else None
-            bodies.append(body)
-        # their custom field values were checked (defaults added) by the plan
-        await case_service.insert_checked(tx, tenant_id, bodies, now, copy_fields=True)
-    if plan.updates:
-        columns = sorted({k for _, _, changes in plan.updates for k in changes} | {"project_id"})
-        rows = []
-        # issue 26: under require_review an import sets no case READY that is not approved
-        strict = bool(await project_store.requires_review(tx, tenant_id, [project_id]))
-        for row, old, changes in plan.updates:
-            values = {c: old[c] for c in columns}
-            values.update(changes)
-            if strict and values.get("status") == "READY" and old["status"] != "READY" \
-                    and old.get("review_state") != "APPROVED":
-                values["status"] = old["status"]
-            if isinstance(values.get("section_id"), tuple):
-                values["section_id"] = by_path.get(row.section) if row.section else None
-            values["project_id"] = project_id
-            rows.append({**values, "id": old["id"], "tenant_id": tenant_id, "updated_at": now})
-        await case_store.update_many(tx, rows, columns)
-        edited = [old["id"] for _, old, changes in plan.updates if set(changes) - {"status"}]
-        await case_store.reopen_approved(tx, tenant_id, edited, await case_service.actor_user_id(tx, tenant_id), now)
-        await case_service.relink_shared_steps(tx, tenant_id, [old["id"] for _, old, _ in plan.updates])
-        await case_service.record_versions(tx, tenant_id, [old["id"] for _, old, _ in plan.updates], now)
-    await audit.record(tx, tenant_id, "case.imported", "project", project_id, {
-        "created": plan.created, "updated": plan.updated, "unchanged": plan.unchanged, "rejected": plan.rejected,
-        "sections_created": len(plan.new_sections), "custom_fields_created": fields_created,
-    })

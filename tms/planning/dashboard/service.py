@@ -1,6 +1,7 @@
 """The dashboard of a project: recent runs, pass-rate trend, failing, flaky and unlinked, retest queue.
 
-Read-only; every figure comes from tms.planning.dashboard.store. The pass rate of a run is passed divided by
+Read-only; every figure comes from tms.planning.dashboard.store, the runs and their unlinked results
+from the runs service. The pass rate of a run is passed divided by
 the results that ran to a verdict (passed + failed + broken): skipped and unknown results say nothing
 about quality, so they would only dilute the trend.
 """
@@ -12,9 +13,8 @@ from typing import Any
 
 from tms.db import Database, Row
 from tms.planning.dashboard import store
+from tms.runs import service as run_service
 from tms.runs.models import Run
-from tms.runs.results import store as result_store
-from tms.runs.service import run_from_row
 
 TREND_RUNS = 30
 RECENT_RUNS = 12
@@ -48,7 +48,7 @@ def pass_rate(run: Any) -> float | None:
 
 
 async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Dashboard:
-    runs = [run_from_row(row) for row in await store.recent_runs(db, tenant_id, project_id, TREND_RUNS)]
+    runs = await run_service.recent_runs(db, tenant_id, project_id, TREND_RUNS)
     run_ids = [run.id for run in runs]
     flaky, flaky_total = await store.flaky_cases(db, tenant_id, project_id, LIST_LIMIT)
     failing, unstable = await store.failing_and_unstable(db, tenant_id, run_ids, LIST_LIMIT)
@@ -61,7 +61,7 @@ async def project_dashboard(db: Database, tenant_id: str, project_id: str) -> Da
         unstable=unstable,
         flaky=flaky,
         flaky_total=flaky_total,
-        unlinked_results=await result_store.unlinked_count(db, tenant_id, project_id),
+        unlinked_results=await run_service.unlinked_count(db, tenant_id, project_id),
         case_count=await store.case_count(db, tenant_id, project_id),
         run_count=await store.run_count(db, tenant_id, project_id),
         retest=retest,

@@ -8,15 +8,6 @@ Each is bounded by an index: runs by (tenant_id, project_id) in rowid order, res
 from __future__ import annotations
 
 from tms.db import Database, Row
-from tms.runs.store import COLUMNS as RUN_COLUMNS
-
-
-async def recent_runs(db: Database, tenant_id: str, project_id: str, limit: int) -> list[Row]:
-    """The project's newest runs, newest first."""
-    return await db.fetch_all(
-        f"SELECT {RUN_COLUMNS} FROM test_runs WHERE tenant_id = ? AND project_id = ? ORDER BY rowid DESC LIMIT ?",
-        (tenant_id, project_id, limit),
-    )
 
 
 async def failing_and_unstable(db: Database, tenant_id: str, run_ids: list[str], limit: int

@@ -12,7 +12,7 @@ from tms.errors import InvalidInput, NotFound
 from tms.http.paging import check_choice, page_window
 from tms.ids import new_id, now_iso
 from tms.library.cases.models import Pagination
-from tms.library.projects import store as project_store
+from tms.library.projects import service as project_service
 from tms.planning.milestones import store as milestone_store
 from tms.planning.milestones.models import MILESTONE_STATUSES, Milestone, MilestoneCreate, MilestoneUpdate
 from tms.runs.models import RunCounts
@@ -91,7 +91,7 @@ async def create_milestone(db: Database, tenant_id: str, body: MilestoneCreate) 
         raise InvalidInput("name must not be blank", field="name")
     milestone_id = new_id()
     async with db.transaction() as tx:
-        exists, _ = await project_store.archived_at(tx, tenant_id, body.project_id)
+        exists, _ = await project_service.archived_at(tx, tenant_id, body.project_id)
         if not exists:
             raise NotFound(f"project {body.project_id} not found", field="project_id")
         row = {

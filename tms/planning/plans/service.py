@@ -19,9 +19,8 @@ from tms.library.cases.models import Pagination
 from tms.planning.milestones.service import require_milestone
 from tms.planning.plans import store as plan_store
 from tms.planning.plans.models import Plan, PlanCreate, PlanSelection, PlanUpdate
-from tms.runs import store as run_store
 from tms.runs.models import RunCounts
-from tms.runs.service import add_cases_to_run, require_project, resolve_case_refs
+from tms.runs.service import add_cases_to_run, insert_pending_run, require_project, resolve_case_refs
 from tms.team.audit import service as audit
 
 _selection = msgspec.json.Decoder(PlanSelection)
@@ -167,10 +166,10 @@ async def create_plan(db: Database, tenant_id: str, body: PlanCreate) -> Plan:
         cases = await resolve_case_refs(tx, tenant_id, selected, field="case_ids")  # once for every run
         slots: list[str | None] = [*environments] or [None]  # no environment: one run without
         for run_id, environment in zip(run_ids, slots, strict=True):
-            await run_store.insert_run(
-                tx, run_id=run_id, tenant_id=tenant_id, project_id=body.project_id,
+            await insert_pending_run(
+                tx, tenant_id, run_id=run_id, project_id=body.project_id,
                 name=name if environment is None else f"{name} · {environment}", environment=environment,
-                status="PENDING", created_at=now, milestone_id=body.milestone_id, plan_id=plan_id,
+                created_at=now, milestone_id=body.milestone_id, plan_id=plan_id,
             )
             # the one way a run is filled with cases, whoever fills it (plans, the New run page, the API)
             results += await add_cases_to_run(tx, tenant_id, run_id, selected, resolved=cases)

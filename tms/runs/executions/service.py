@@ -21,6 +21,7 @@ from tms.ids import now_iso
 from tms.library.cases import service as case_service
 from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
+from tms.library.fields.models import CustomField
 from tms.library.gherkin.service import count_steps
 from tms.library.shared_steps import service as shared_steps
 from tms.notifications.inbox import service as inbox
@@ -32,7 +33,7 @@ from tms.runs.results.models import Result
 from tms.runs.results.service import result_from_row
 from tms.runs.statuses import FAILING
 from tms.runs.write_one import Source, StoredResult
-from tms.team import store as user_store
+from tms.team import service as team
 from tms.team.audit import service as audit
 
 _steps_encoder = msgspec.json.Encoder()
@@ -66,14 +67,53 @@ async def get_result(db: Database, tenant_id: str, result_id: str) -> Result:
 
 
 async def get_result_row(db: Database, tenant_id: str, result_id: str) -> tuple[Row, bool]:
-    """The stored row (with run_id and updated_by) for pages."""
+    """The stored row (with run_id and updated_by) and whether it is linked to a case."""
     return await _row(db, tenant_id, result_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """A result as the execution view shows and saves it, read once: the stored row (with run_id and
+    updated_by), its run, its case, the checklist's text (shared steps expanded) and the project's
+    result fields. An unlinked result (``linked`` false) has no page: nothing else is read for it."""
+    row: Row
+    linked: bool
+    run: Row | None
+    case: Row | None
+    text: str | None
+    fields: dict[str, CustomField]
+    # the checklist's length (counted off the event loop when long, never expanded), when asked for
+    steps: int | None = None
+
+
+async def load_execution(db: Database, tenant_id: str, result_id: str, *, count: bool = False) -> Execution:
+    """What the execution view (``count``: its save) needs of a result; a 404 for an unknown one."""
+    row, linked = await _row(db, tenant_id, result_id)
+    if not linked:
+        return Execution(row, linked, None, None, None, {})
+    run = await run_store.get_run(db, tenant_id, row["run_id"])
+    case = await case_service.case_row(db, tenant_id, row["test_case_id"])
+    text = await checklist_text(db, tenant_id, case)
+    fields = await field_service.fields_of(db, tenant_id, run["project_id"] if run else None, "result")
+    return Execution(row, linked, run, case, text, fields, await count_steps(text) if count else None)
+
+
+async def position(db: Database, tenant_id: str, run_id: str, result_id: str) -> tuple[int, int]:
+    """(the result's place in its run, 1-based; the run's linked results)."""
+    return await store.neighbours(db, tenant_id, run_id, result_id)
+
+
+async def next_untested(db: Database, tenant_id: str, run_id: str, result_id: str, user_id: str) -> str | None:
+    """"Save and next untested": the run's next UNKNOWN result after this one assigned to the user,
+    else anyone's, wrapping around; None when none is left."""
+    return (await store.next_untested(db, tenant_id, run_id, result_id, user_id)
+            or await store.next_untested(db, tenant_id, run_id, result_id, None))
 
 
 async def check_assignee(db: Database | Transaction, tenant_id: str, user_id: str) -> None:
     """An assignee must be an active user of the same tenant; anyone else is a clear 400."""
-    row = await user_store.get_user(db, user_id)
-    if row is None or row["tenant_id"] != tenant_id:
+    row = await team.get_member(db, tenant_id, user_id)
+    if row is None:
         raise InvalidInput(f"assignee_id {user_id!r} is not a user of this team", field="assignee_id")
     if not row["active"]:
         raise InvalidInput(f"assignee_id {user_id!r} is deactivated and cannot be assigned results",
@@ -109,18 +149,21 @@ async def _case_text(db: Database | Transaction, tenant_id: str, case_id: str | 
 
 async def update_result(
     db: Database, tenant_id: str, result_id: str, body: ResultPatch, *, loaded_updated_at: str | None = None,
-    source: Source = "manual", config: Config | None = None,
+    source: Source = "manual", config: Config | None = None, ahead: Execution | None = None,
 ) -> Saved:
     """Applies the fields the body sets (last write wins), written by ``tms.runs.write_one.save_one``: a
     change of status or steps makes the result's ``source`` this one (a person: manual).
     With ``loaded_updated_at`` (the version the caller showed its user), a save over someone else's newer
     change still wins, and the answer says whose change it replaced, so the first tester is told rather
-    than silently overwritten. With ``config``, a new assignee is notified (issue 26)."""
+    than silently overwritten. With ``config``, a new assignee is notified (issue 26). ``ahead`` is what
+    the execution view already read of the result (``load_execution`` with ``count``): not read again."""
     if body.assignee_id not in (msgspec.UNSET, None):
         await check_assignee(db, tenant_id, body.assignee_id)
-    before, _ = await _row(db, tenant_id, result_id)
+    before = ahead.row if ahead is not None else (await _row(db, tenant_id, result_id))[0]
     measured: tuple[str | None, int] | None = None
-    if body.step_results not in (msgspec.UNSET, None):
+    if ahead is not None and ahead.steps is not None:
+        measured = (ahead.text, ahead.steps)
+    elif body.step_results not in (msgspec.UNSET, None):
         # the checklist's size before taking the write lock: parsing a long case (off the event loop)
         # must not hold every other writer
         text = await _case_text(db, tenant_id, before["test_case_id"])
@@ -128,15 +171,17 @@ async def update_result(
     # known-issue patterns matched before the write lock, in a worker thread, against the failure the
     # save may stamp (a text changed meanwhile matches no pattern: the next save stamps it)
     failing = body.status in FAILING and body.bug_ticket_key in (msgspec.UNSET, None)
-    run = await run_store.get_run(db, tenant_id, before["run_id"])
+    run = ahead.run if ahead is not None else await run_store.get_run(db, tenant_id, before["run_id"])
     project_id = "" if run is None else run["project_id"]
     matcher = await writes.matcher_ahead(db, tenant_id, project_id, [(before["error_message"], before["error_stack"])]
                                          if failing else [])
     given = None if body.custom_fields is msgspec.UNSET else body.custom_fields or {}
     # required result fields: when the save gives values or records an outcome (a status but UNKNOWN)
     require = given is not None or body.status not in (msgspec.UNSET, "UNKNOWN")
-    rules = (await field_service.result_rules(db, tenant_id, project_id, [given])
-             if project_id and (given is not None or require) else field_values.NO_RESULT_FIELDS)
+    rules = field_values.NO_RESULT_FIELDS
+    if project_id and (given is not None or require):
+        rules = (await field_service.rules_of(db, tenant_id, ahead.fields, [given]) if ahead is not None
+                 else await field_service.result_rules(db, tenant_id, project_id, [given]))
     async with db.transaction() as tx:
         row, linked = await _row(tx, tenant_id, result_id)
         if not linked and (body.assignee_id is not msgspec.UNSET or body.step_results is not msgspec.UNSET):

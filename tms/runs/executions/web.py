@@ -22,19 +22,16 @@ from litestar.response import Redirect, Template
 from tms.attachments import service as attachment_service
 from tms.attachments import upload as attachment_upload
 from tms.attachments.models import Attachment, AttachmentList
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of, user_of
 from tms.integrations import defects
-from tms.library.cases import service as case_service
 from tms.library.comments.web import thread_context
-from tms.library.fields import service as field_service
 from tms.library.fields import values as field_values
 from tms.library.fields.models import CustomField
-from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, count_steps, load_checklist_page, page_bounds
-from tms.runs import store as run_store
+from tms.library.gherkin.service import EXPANDED_STEPS_LIMIT, load_checklist_page, page_bounds
 from tms.runs.executions import durations
 from tms.runs.executions import service as executions
-from tms.runs.executions import store as execution_store
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.statuses import LABELS, RESULT_STATUSES
 from tms.state import ConfigDep, DatabaseDep, app_state, db_of
@@ -46,25 +43,28 @@ STEP_STATUSES = tuple((status, LABELS[status], status[0].lower()) for status in 
 _steps_decoder = msgspec.json.Decoder(list[dict[str, Any]])
 
 
-async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
-    db, tenant = db_of(request), tenant_of(request)
+async def _execution(db: Database, tenant: str, result_id: str, *, count: bool = False) -> executions.Execution:
     try:
-        row, linked = await executions.get_result_row(db, tenant, result_id)
+        execution = await executions.load_execution(db, tenant, result_id, count=count)
     except NotFound as exc:
         raise not_found("result") from exc
-    if not linked:
+    if not execution.linked:
         raise not_found("test case result")
-    run = await run_store.get_run(db, tenant, row["run_id"])
-    case = await case_service.case_row(db, tenant, row["test_case_id"])
-    fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
+    return execution
+
+
+async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
+    db, tenant = db_of(request), tenant_of(request)
+    execution = await _execution(db, tenant, result_id)
+    row, run, case, fields = execution.row, execution.run, execution.case, execution.fields
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
     case_files = await attachment_service.case_attachments(db, tenant, case["id"]) if case else []
-    position, total = await execution_store.neighbours(db, tenant, row["run_id"], result_id)
+    position, total = await executions.position(db, tenant, row["run_id"], result_id)
     members = await team.list_users(db, tenant)
     steps = {s["index"]: s for s in _steps_decoder.decode(row["step_results"])} if row["step_results"] else {}
     # one page of the checklist (parsed off the event loop when long): a case stored before the limit
     # can expand to 100,000 steps, and the page's time and size must not grow with that
-    page = await load_checklist_page(await executions.checklist_text(db, tenant, case), steps_page)
+    page = await load_checklist_page(execution.text, steps_page)
     return {"result": row, "run": run, "case": case, "groups": page.groups, "checklist": page,
             "steps_limit": EXPANDED_STEPS_LIMIT, "steps": steps, "attachments": attachments[result_id],
             "case_attachments": case_files,
@@ -185,25 +185,18 @@ def _read_form(single: dict[str, str], first: int, last: int,
 async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
                          result_id: str) -> Template | Redirect:
     db, tenant = db, tenant_of(request)
-    try:
-        row, linked = await executions.get_result_row(db, tenant, result_id)
-    except NotFound as exc:
-        raise not_found("result") from exc
-    if not linked:
-        raise not_found("test case result")
-    case = await case_service.case_row(db, tenant, row["test_case_id"])
+    # the result, its run, case and result fields, read once for the whole save; the form holds one
+    # page of the checklist: its size is counted (off the event loop when long, never expanded), and
+    # the stored marks of the other pages are kept
+    execution = await _execution(db, tenant, result_id, count=True)
+    row, fields, total = execution.row, execution.fields, execution.steps or 0
     single, multi = await form_of(request)
-    # the form holds one page of the checklist: its size is counted (off the event loop when long,
-    # never expanded), and the stored marks of the other pages are kept
-    total = await count_steps(await executions.checklist_text(db, tenant, case))
     steps_page, _, first, last = page_bounds(total, _page_number(single.get("steps_page", "1")))
     stored = _steps_decoder.decode(row["step_results"]) if row["step_results"] else []
     kept = [item for item in stored if not first <= item["index"] <= last and item["index"] <= total]
     # the full page context is read only when the form comes back with errors: a save stays cheap
     form, patch, errors = _read_form(single, first, last, kept)
     # the result fields: every active one is in the form, so a save gives them all (required ones checked)
-    run = await run_store.get_run(db, tenant, row["run_id"])
-    fields = await field_service.fields_of(db, tenant, run["project_id"] if run else None, "result")
     values, field_errors = field_values.values_from_form(fields, single, multi)
     errors.update(field_errors)
     form.update({name: value for name, value in single.items() if name.startswith("cf.")})  # kept as typed
@@ -213,7 +206,7 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
             saved = await executions.update_result(db, tenant_of(request), result_id,
                                                    msgspec.structs.replace(patch, custom_fields=values),
                                                    loaded_updated_at=form["loaded_updated_at"] or None,
-                                                   config=config)
+                                                   config=config, ahead=execution)
         except DomainError as exc:
             errors[exc.field or "form"] = exc.detail
     if errors:
@@ -225,9 +218,7 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
                           "your save replaced their change (it is in the history).", "warning")
     run_id = row["run_id"]
     if single.get("next"):
-        me = user_of(request).id
-        following = (await execution_store.next_untested(db, tenant, run_id, result_id, me)
-                     or await execution_store.next_untested(db, tenant, run_id, result_id, None))
+        following = await executions.next_untested(db, tenant, run_id, result_id, user_of(request).id)
         if following:
             return done(request, f"/results/{following}/execute", "Saved.")
         return done(request, f"/runs/{run_id}", "Saved. No untested result is left in this run.")

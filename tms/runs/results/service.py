@@ -8,6 +8,7 @@ same transaction. What this shares with ingest lives in ``tms.runs.results.rows`
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -19,8 +20,8 @@ from tms.http.paging import page_window
 from tms.ids import now_iso
 from tms.library.cases.models import Pagination
 from tms.library.fields import values as field_values
+from tms.runs import listing, writes
 from tms.runs import store as run_store
-from tms.runs import writes
 from tms.runs.results import store as result_store
 from tms.runs.results.models import (
     BulkAnswer,
@@ -30,7 +31,7 @@ from tms.runs.results.models import (
     ResultsBodyLoose,
 )
 from tms.runs.results.rows import bulk_answer, cases_still_exist, decode_bulk, off_loop, resolve_cases
-from tms.runs.statuses import RESULT_STATUSES
+from tms.runs.statuses import FAILING, RESULT_STATUSES
 from tms.runs.writes import RunRef
 
 
@@ -115,6 +116,51 @@ async def list_results(
         data=[result_from_row(row, attachments.get(row["id"], [])) for row in rows],
         pagination=Pagination(total=total, limit=limit, offset=offset),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """What a run's page shows of its results: a page of linked and one of unlinked rows (each with its
+    ``attachments``), their totals for the pagers, and the tabs' counts."""
+    linked: list[Row]
+    unlinked: list[Row]
+    linked_total: int
+    unlinked_total: int
+    by_status: dict[str, int]
+    assignee_counts: dict[str | None, int]
+
+
+async def run_page(db: Database, tenant_id: str, run_id: str, *, status: str | None, assignee: str | None,
+                   limit: int, offset: int, unlinked_offset: int) -> RunPage:
+    """The run page's results (issue 24: failed and blocked first when nothing filters), narrowed by
+    ``status`` and ``assignee`` (a user id, or "none" for the unassigned; the unlinked ones have none).
+    One scan of the run's linked rows gives the status tabs, the assignee filter and the page count."""
+    linked_counts, assignee_counts, pairs = await listing.linked_counts(db, tenant_id, run_id)
+    unlinked_counts = await listing.unlinked_status_counts(db, tenant_id, run_id)
+    by_status = {s: linked_counts.get(s, 0) + unlinked_counts.get(s, 0) for s in RESULT_STATUSES}
+    if assignee:
+        wanted = None if assignee == "none" else assignee
+        linked_total = sum(n for (s, a), n in pairs.items() if a == wanted and (not status or s == status))
+        linked = await listing.result_page(db, tenant_id, run_id, unlinked=False, status=status,
+                                           limit=limit, offset=offset, assignee=assignee)
+    elif status:
+        linked_total = linked_counts.get(status, 0)
+        linked = await result_store.page_for_run(db, tenant_id, run_id, unlinked=False, offset=offset,
+                                                 status=status, limit=limit, linked_total=linked_total)
+    else:
+        linked_total = sum(linked_counts.values())
+        linked = await result_store.page_failures_first(
+            db, tenant_id, run_id, limit=limit, offset=offset,
+            failing_total=sum(linked_counts.get(s, 0) for s in FAILING))
+    unlinked_total = 0 if assignee else (unlinked_counts.get(status, 0) if status else sum(unlinked_counts.values()))
+    unlinked = [] if assignee else await result_store.page_for_run(
+        db, tenant_id, run_id, unlinked=True, offset=unlinked_offset, status=status, limit=limit,
+        linked_total=linked_total)
+    # attachments of the shown rows only (one query per 500 ids)
+    attachments = await attachments_by_result(db, tenant_id, [r["id"] for r in linked + unlinked])
+    for row in linked + unlinked:
+        row["attachments"] = attachments.get(row["id"], [])
+    return RunPage(linked, unlinked, linked_total, unlinked_total, by_status, assignee_counts)
 
 
 def result_from_row(row: Row, attachments: list[dict[str, Any]]) -> Result:

@@ -17,8 +17,7 @@ from litestar.response import Redirect, Response, Template
 from tms.errors import DomainError, InvalidInput
 from tms.http.problems import problem_response
 from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
-from tms.team import accounts
-from tms.team import service as team
+from tms.team import accounts, links
 from tms.team.signin import two_factor
 from tms.team.signin.session import NEEDS_CODE, half_signed_in, load_user, safe_next, users_exist
 from tms.team.signin.session_cookie import SECOND_FACTOR, start_session
@@ -189,7 +188,7 @@ async def forgot(request: Request[Any, Any, Any], db: DatabaseDep,
 
 async def _mail_reset(db: Any, config: Any, email: str, client: str) -> None:
     try:
-        await team.mail_reset(db, config, email, client)
+        await links.mail_reset(db, config, email, client)
     except Exception:  # a background task has nobody to answer: log it (never the link) and go on
         log.exception("password reset mail failed")
 
