@@ -52,7 +52,7 @@ async def apply(db: Database, tenant_id: str, ids: list[str], action: str, value
     ``store``: deleted cases' own attachments leave it once the deletion commits (without it, the
     hourly orphan sweep collects them)."""
     changed = await _apply_action(db, tenant_id, ids, action, value, store)
-    await case_service.refresh_statistics_after(db, changed)
+    await case_store.refresh_statistics_after(db, changed)
     return changed
 
 

@@ -205,17 +205,6 @@ def _gherkin_chars(bodies: list[CaseCreate] | list[Any]) -> int:
                for body in bodies)
 
 
-# A write of this many cases or more refreshes the planner's statistics of the library's tables
-STATISTICS_AFTER = 1000
-LIBRARY_TABLES = ["test_cases", "case_field_values", "case_tags"]
-
-
-async def refresh_statistics_after(db: Database, written: int) -> None:
-    """After a bulk write of ``written`` cases (committed): the planner learns the library's new size."""
-    if written >= STATISTICS_AFTER:
-        await db.refresh_statistics(LIBRARY_TABLES)
-
-
 async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | list[Any], *,
                        drafted: bool = False) -> list[Case]:
     """Creates all cases in one transaction or none (a bad one raises, naming its index if several).
@@ -242,7 +231,7 @@ async def create_cases(db: Database, tenant_id: str, bodies: list[CaseCreate] | 
         else:  # a bulk write (AI drafts saved): one entry with the count and the codes
             await audit.record(tx, tenant_id, "case.created", "case", None,
                                {"created": len(created), "codes": [case.code for case in created][:100]})
-    await refresh_statistics_after(db, len(created))
+    await case_store.refresh_statistics_after(db, len(created))
     return created
 
 

@@ -286,3 +286,14 @@ async def mark_drafted(tx: Transaction, tenant_id: str, ids: list[str], author_i
         "WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND project_id IN ("
         "SELECT id FROM projects WHERE tenant_id = ? AND require_review = 1)",
         (author_id, at, tenant_id, json.dumps(ids), tenant_id))
+
+
+# A write of this many cases or more refreshes the planner's statistics of the library's tables
+STATISTICS_AFTER = 1000
+LIBRARY_TABLES = ["test_cases", "case_field_values", "case_tags"]
+
+
+async def refresh_statistics_after(db: Database, written: int) -> None:
+    """After a bulk write of ``written`` cases (committed): the planner learns the library's new size."""
+    if written >= STATISTICS_AFTER:
+        await db.refresh_statistics(LIBRARY_TABLES)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from tms.db import Database, Transaction
 from tms.errors import InvalidInput, NotFound, TooLarge
-from tms.library.cases import service as case_service
+from tms.library.cases import store as case_store
 from tms.library.fields import service as field_service
 from tms.library.projects import store as project_store
 from tms.library.transfer.apply import apply_plan
@@ -88,7 +88,7 @@ async def import_cases(
     async with db.transaction() as tx:
         plan = await plan_import(tx, tenant_id, project_id, parsed, checked, users, earlier=plan)
         await apply_plan(tx, tenant_id, project_id, plan, parsed)
-    await case_service.refresh_statistics_after(db, plan.created + plan.updated)
+    await case_store.refresh_statistics_after(db, plan.created + plan.updated)
     return _result(plan)
 
 
