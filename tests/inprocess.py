@@ -44,11 +44,24 @@ class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
         return scope
 
 
+class _LogLines(logging.Handler):
+    """The app's log lines (``tms.*`` loggers, INFO and up, with tracebacks), as a server writes to its log."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
 @dataclass
 class InProcessServer(ServerAddress):
     _client: TestClient[Any] | None = None
     _transport: _LoopbackTransport | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _log: _LogLines = field(default_factory=_LogLines)
 
     @property
     def app(self) -> Any:
@@ -66,6 +79,10 @@ class InProcessServer(ServerAddress):
         env = self.settings_env()
         sys.setswitchinterval(0.0005)  # as `tms serve` does: the app's database threads hand back sooner
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
+        app_logger = logging.getLogger("tms")
+        app_logger.setLevel(logging.INFO)  # as `tms serve` logs
+        app_logger.addHandler(self._log)
+        self._stack.callback(app_logger.removeHandler, self._log)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LitestarDeprecationWarning)
             app = create_app(load_config(None, env).with_derived_base_url())
@@ -76,6 +93,10 @@ class InProcessServer(ServerAddress):
     def stop(self) -> None:
         self._stack.close()
         self._client = None
+
+    def log(self) -> str:
+        """What the app logged while it ran (an app of another test running meanwhile logs here too)."""
+        return "\n".join(self._log.lines)
 
     def http_client(self, **options: Any) -> httpx.Client:
         """An httpx client whose requests go straight into the app."""
