@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import sys
 import warnings
 from collections.abc import Callable
@@ -85,7 +86,8 @@ class InProcessServer(ServerAddress):
         self._stack.callback(app_logger.removeHandler, self._log)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LitestarDeprecationWarning)
-            app = create_app(load_config(None, env).with_derived_base_url())
+            # a first-run setup link, as `tms serve` makes one (offered while the database has no user)
+            app = create_app(load_config(None, env).with_derived_base_url(), setup_token=secrets.token_urlsafe(24))
         self._client = self._stack.enter_context(TestClient(app, base_url="http://testserver.local"))
         self._transport = _LoopbackTransport(self._client, raise_server_exceptions=False)
         return self
@@ -93,6 +95,10 @@ class InProcessServer(ServerAddress):
     def stop(self) -> None:
         self._stack.close()
         self._client = None
+
+    def setup_token(self) -> str | None:
+        """The first-run setup link's token while it is offered (``tms serve`` prints it)."""
+        return self.app.state.setup_token  # type: ignore[no-any-return]
 
     def log(self) -> str:
         """What the app logged while it ran (an app of another test running meanwhile logs here too)."""
