@@ -24,6 +24,7 @@ import pytest
 from tests.browser_support import browser, no_horizontal_overflow, page, shot  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, connect_db, make_tenant_on
 from tests.web_helpers import HTML, text_of
+from tests.webhook_receiver import POLL
 
 API_KEY = "sk-secret-test"
 TIMEOUT = 1.0
@@ -87,7 +88,7 @@ class FakeProvider:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs=POLL, daemon=True)
         self.thread.start()
 
     @property

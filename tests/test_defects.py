@@ -23,6 +23,7 @@ import pytest
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db
 from tests.team_helpers import add_member, web_as
 from tests.test_integrations import GHERKIN, deliver, edited, sign  # noqa: F401 - sign: the webhook's helper
+from tests.webhook_receiver import POLL
 
 TOKEN = "ghp_TopSecretToken0123456789"
 
@@ -149,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def tracker() -> Iterator[FakeTracker]:
     fake = FakeTracker()
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
+    thread = threading.Thread(target=fake.serve_forever, kwargs=POLL, daemon=True)
     thread.start()
     yield fake
     fake.release.set()

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, run_admin
+from tests.webhook_receiver import POLL
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 GHERKIN = "Feature: Checkout\n  Scenario: Pay\n    Given a cart\n    When I pay\n    Then I get a receipt\n"
@@ -583,7 +584,7 @@ class _Receiver(BaseHTTPRequestHandler):
 def receiver() -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     httpd.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs=POLL, daemon=True)
     thread.start()
     yield httpd
     httpd.shutdown()
