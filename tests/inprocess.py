@@ -46,7 +46,8 @@ class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
 
 
 class _LogLines(logging.Handler):
-    """The app's log lines (``tms.*`` loggers, INFO and up, with tracebacks), as a server writes to its log."""
+    """The app's log lines (``tms.*`` from INFO, other loggers from WARNING, with tracebacks), as a server
+    writes to its log."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -80,10 +81,9 @@ class InProcessServer(ServerAddress):
         env = self.settings_env()
         sys.setswitchinterval(0.0005)  # as `tms serve` does: the app's database threads hand back sooner
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
-        app_logger = logging.getLogger("tms")
-        app_logger.setLevel(logging.INFO)  # as `tms serve` logs
-        app_logger.addHandler(self._log)
-        self._stack.callback(app_logger.removeHandler, self._log)
+        logging.getLogger("tms").setLevel(logging.INFO)  # as `tms serve` logs
+        logging.getLogger().addHandler(self._log)  # the app's lines, and any library's warnings and errors
+        self._stack.callback(logging.getLogger().removeHandler, self._log)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LitestarDeprecationWarning)
             # a first-run setup link, as `tms serve` makes one (offered while the database has no user)
