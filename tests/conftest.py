@@ -386,6 +386,24 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture
+def start_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
+    """``start_server`` in-process (``tests/inprocess.py``): an app of its own for a test that needs settings
+    of its own (``env``, as ``start_server`` takes them), not a process."""
+    from tests.inprocess import InProcessServer
+
+    started: list[InProcessServer] = []
+
+    def start(env: dict[str, str] | None = None) -> InProcessServer:
+        app = InProcessServer(tmp_path_factory.mktemp("app-data"), env or {}).start()
+        started.append(app)
+        return app
+
+    yield start
+    for app in started:
+        app.stop()
+
+
+@pytest.fixture
 def app_tenant(app_server: Any) -> Tenant:
     """A tenant of the in-process app."""
     return make_tenant_on(app_server)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import sys
 import warnings
 from collections.abc import Callable
@@ -44,11 +45,25 @@ class _LoopbackTransport(TestClientTransport[Any], httpx.BaseTransport):
         return scope
 
 
+class _LogLines(logging.Handler):
+    """The app's log lines (``tms.*`` from INFO, other loggers from WARNING, with tracebacks), as a server
+    writes to its log."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
 @dataclass
 class InProcessServer(ServerAddress):
     _client: TestClient[Any] | None = None
     _transport: _LoopbackTransport | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _log: _LogLines = field(default_factory=_LogLines)
 
     @property
     def app(self) -> Any:
@@ -66,9 +81,13 @@ class InProcessServer(ServerAddress):
         env = self.settings_env()
         sys.setswitchinterval(0.0005)  # as `tms serve` does: the app's database threads hand back sooner
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
+        logging.getLogger("tms").setLevel(logging.INFO)  # as `tms serve` logs
+        logging.getLogger().addHandler(self._log)  # the app's lines, and any library's warnings and errors
+        self._stack.callback(logging.getLogger().removeHandler, self._log)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LitestarDeprecationWarning)
-            app = create_app(load_config(None, env).with_derived_base_url())
+            # a first-run setup link, as `tms serve` makes one (offered while the database has no user)
+            app = create_app(load_config(None, env).with_derived_base_url(), setup_token=secrets.token_urlsafe(24))
         self._client = self._stack.enter_context(TestClient(app, base_url="http://testserver.local"))
         self._transport = _LoopbackTransport(self._client, raise_server_exceptions=False)
         return self
@@ -76,6 +95,14 @@ class InProcessServer(ServerAddress):
     def stop(self) -> None:
         self._stack.close()
         self._client = None
+
+    def setup_token(self) -> str | None:
+        """The first-run setup link's token while it is offered (``tms serve`` prints it)."""
+        return self.app.state.setup_token  # type: ignore[no-any-return]
+
+    def log(self) -> str:
+        """What the app logged while it ran (an app of another test running meanwhile logs here too)."""
+        return "\n".join(self._log.lines)
 
     def http_client(self, **options: Any) -> httpx.Client:
         """An httpx client whose requests go straight into the app."""

@@ -1,12 +1,12 @@
-"""Attachments over HTTP: upload (typed by content, size-limited, nothing kept on refusal), download
-headers, tenant isolation, scopes, file-name sanitising and the orphan sweep."""
+"""Attachments over the API, in-process (tests/inprocess.py): upload (typed by content, nothing kept on
+refusal), download headers, tenant isolation, scopes, file-name sanitising and the orphan sweep. The size
+limit and a client that hangs up mid-upload speak to a real server's socket (tests/test_attachments_http.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import os
-import socket
 import struct
 import time
 import zipfile
@@ -20,6 +20,8 @@ import pytest
 from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, make_tenant_on, run_admin
 from tms.attachments.objects import LocalStore
+
+IN_PROCESS = True
 
 # ---------------------------------------------------------------- minimal real files of each type
 
@@ -372,42 +374,10 @@ def test_scopes(tenant: Tenant) -> None:
     result_id = add_result(tenant)
     assert_problem(upload(tenant.client("read"), result_id, ("a.png", PNG, "image/png")), 403)
     assert stored_rows(tenant.server, tenant.id) == []
-    unauthenticated = httpx.post(
-        f"{tenant.server.url}/api/v1/results/{result_id}/attachments", files={"file": ("a.png", PNG)}
+    unauthenticated = tenant.server.http_client().post(
+        f"/api/v1/results/{result_id}/attachments", files={"file": ("a.png", PNG)}
     )
     assert_problem(unauthenticated, 401)
-
-
-def test_size_limit_is_413_and_nothing_kept(start_server) -> None:
-    server = start_server(env={"ATTACHMENT_MAX_BYTES": "1000"})
-    tenant = make_tenant_on(server)
-    result_id = add_result(tenant)
-    directory = attachments_dir(server)
-
-    exactly = b"a" * 1000
-    ok = upload(tenant.api, result_id, ("limit.txt", exactly, "text/plain"))
-    assert ok.status_code == 201, ok.text
-    before = stored_files(directory)
-    rows_before = stored_rows(server, tenant.id)
-
-    for files in (
-        [("big.txt", b"a" * 1001, "text/plain")],
-        [("big.png", PNG + bytes(2000), "image/png")],
-        # a good file first: it must go too
-        [("small.png", PNG, "image/png"), ("big.txt", b"b" * 50_000, "text/plain")],
-    ):
-        assert_problem(upload(tenant.api, result_id, *files), 413)
-        assert stored_files(directory) == before
-        assert stored_rows(server, tenant.id) == rows_before
-
-    # a body announced far beyond any acceptable size is refused before a byte of it is read
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(
-            f"POST /api/v1/results/{result_id}/attachments HTTP/1.1\r\nHost: x\r\n"
-            f"Authorization: Bearer {tenant.write_token}\r\n"
-            "Content-Type: multipart/form-data; boundary=abc\r\nContent-Length: 1000000000\r\n\r\n".encode()
-        )
-        assert sock.recv(4096).startswith(b"HTTP/1.1 413")
 
 
 # ---------------------------------------------------------------- cleanup of orphans
@@ -443,32 +413,6 @@ def test_sweep_removes_attachments_of_deleted_results_and_stray_files(tenant: Te
     assert not stray_old.exists() and stray_new.exists()
     stray_new.unlink()
     assert tenant.api.get(f"/api/v1/attachments/{kept['id']}").status_code == 200
-
-
-def test_client_disconnect_mid_upload_leaves_nothing(tenant: Tenant) -> None:
-    result_id = add_result(tenant)
-    directory = attachments_dir(tenant.server)
-    before = stored_files(directory)
-    head = (
-        b'--zz\r\nContent-Disposition: form-data; name="file"; filename="cut.txt"\r\n\r\n' + b"x" * 200_000
-    )
-    with socket.create_connection(("127.0.0.1", tenant.server.port), timeout=10) as sock:
-        sock.sendall(
-            f"POST /api/v1/results/{result_id}/attachments HTTP/1.1\r\nHost: x\r\n"
-            f"Authorization: Bearer {tenant.write_token}\r\n"
-            f"Content-Type: multipart/form-data; boundary=zz\r\nContent-Length: {len(head) + 1000}\r\n\r\n".encode()
-            + head
-        )
-        # the file exists on disk while its body is still arriving (the upload streams)
-        deadline = time.monotonic() + 10
-        while not stored_files(directory) - before and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert stored_files(directory) - before, "the partial file never reached the disk"
-    deadline = time.monotonic() + 10
-    while stored_files(directory) - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert stored_files(directory) <= before
-    assert stored_rows(tenant.server, tenant.id) == []
 
 
 def test_too_many_files_in_one_request_is_413(tenant: Tenant) -> None:
@@ -517,10 +461,10 @@ def test_results_list_carries_attachments(tenant: Tenant) -> None:
     assert result["attachments"] == created.json()["data"]
 
 
-def test_swept_unlinked_results_lose_their_attachments(start_server) -> None:
+def test_swept_unlinked_results_lose_their_attachments(start_app) -> None:
     from tms.attachments.collection import sweep_orphans
 
-    server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
+    server = start_app(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)
     _, result_id = add_run_result(tenant, unlinked=True)
     attachment = upload(tenant.api, result_id, ("trace.zip", ZIP, "application/zip")).json()["data"][0]

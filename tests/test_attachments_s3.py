@@ -1,6 +1,7 @@
 """Attachments on object storage (issue 28): the same behaviour on the local folder and on a real
 S3-protocol server on loopback (moto's standalone server, tests/s3_server.py), the 503s of a store
-that is down or missing, presigned downloads, and `tms admin attachments migrate` both ways."""
+that is down or missing, presigned downloads (each on an in-process app of its own, tests/inprocess.py: the
+store is the setting), and `tms admin attachments migrate` both ways (real servers, stopped and restarted)."""
 
 from __future__ import annotations
 
@@ -73,11 +74,11 @@ def key_of(tenant: Tenant, content: bytes) -> str:
 
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
-def test_upload_download_dedupe_and_delete(kind: str, s3: S3Server, start_server) -> None:
+def test_upload_download_dedupe_and_delete(kind: str, s3: S3Server, start_app) -> None:
     from tms.attachments.collection import delete_attachment_files_for
 
     env = store_env(kind, s3)
-    server = start_server(env=env)
+    server = start_app(env=env)
     tenant = make_tenant_on(server)
     first, second = add_result(tenant), add_result(tenant)
     a = upload(tenant.api, first, ("shot.png", PNG, "image/png"), ("log.txt", TXT, "text/plain"))
@@ -98,7 +99,7 @@ def test_upload_download_dedupe_and_delete(kind: str, s3: S3Server, start_server
         assert got.headers["content-type"].startswith(mime)
         assert attachment["fileName"] in got.headers["content-disposition"]
 
-    metrics = httpx.get(f"{server.url}/metrics").text
+    metrics = server.http_client().get("/metrics").text
     assert f'tms_attachment_objects{{tenant="{tenant.id}"}} 2.0' in metrics
     assert f'tms_attachment_bytes{{tenant="{tenant.id}"}} {float(len(PNG) + len(TXT))}' in metrics
 
@@ -113,8 +114,8 @@ def test_upload_download_dedupe_and_delete(kind: str, s3: S3Server, start_server
 
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
-def test_another_tenants_attachment_is_404(kind: str, s3: S3Server, start_server) -> None:
-    server = start_server(env=store_env(kind, s3))
+def test_another_tenants_attachment_is_404(kind: str, s3: S3Server, start_app) -> None:
+    server = start_app(env=store_env(kind, s3))
     owner, other = make_tenant_on(server), make_tenant_on(server)
     attachment = upload(owner.api, add_result(owner), ("a.png", PNG, "image/png")).json()["data"][0]
     assert_problem(other.api.get(f"/api/v1/attachments/{attachment['id']}"), 404)
@@ -123,11 +124,11 @@ def test_another_tenants_attachment_is_404(kind: str, s3: S3Server, start_server
     assert key_of(owner, PNG) != key_of(other, PNG)
 
 
-def test_the_sweep_collects_objects_no_attachment_names(s3: S3Server, start_server) -> None:
+def test_the_sweep_collects_objects_no_attachment_names(s3: S3Server, start_app) -> None:
     from tms.attachments.collection import sweep_orphans
 
     env = store_env("s3", s3)
-    server = start_server(env=env)
+    server = start_app(env=env)
     tenant = make_tenant_on(server)
     upload(tenant.api, add_result(tenant), ("a.png", PNG, "image/png"), ("b.txt", TXT, "text/plain"))
     # a caller that deleted rows without forget_after_commit (or a crash right after its commit)
@@ -142,8 +143,8 @@ def test_the_sweep_collects_objects_no_attachment_names(s3: S3Server, start_serv
 # ----------------------------------------------------------------------------- presigned downloads
 
 
-def test_presigned_download_redirects_with_the_attachments_name_and_type(s3: S3Server, start_server) -> None:
-    server = start_server(env=s3.env(s3.new_bucket(), TMS_ATTACHMENTS_S3_PRESIGNED_SECONDS="60"))
+def test_presigned_download_redirects_with_the_attachments_name_and_type(s3: S3Server, start_app) -> None:
+    server = start_app(env=s3.env(s3.new_bucket(), TMS_ATTACHMENTS_S3_PRESIGNED_SECONDS="60"))
     tenant = make_tenant_on(server)
     png, svg = upload(tenant.api, add_result(tenant), ("ünïcode shot.png", PNG, "image/png"),
                       ("dot.svg", SVG, "image/svg+xml")).json()["data"]
@@ -208,14 +209,14 @@ def test_presigned_url_is_botocores_signature() -> None:
 # -------------------------------------------------------------------------------- a store in trouble
 
 
-def test_a_store_that_goes_down_is_503_and_nothing_is_written(tmp_path: Path, start_server) -> None:
+def test_a_store_that_goes_down_is_503_and_nothing_is_written(tmp_path: Path, start_app) -> None:
     own = S3Server(tmp_path / "moto.log").start()
     try:
-        server = start_server(env=own.env(own.new_bucket()))
+        server = start_app(env=own.env(own.new_bucket()))
         tenant = make_tenant_on(server)
         result_id = add_result(tenant)
         assert upload(tenant.api, result_id, ("a.png", PNG, "image/png")).status_code == 201
-        assert httpx.get(f"{server.url}/readyz").status_code == 200
+        assert server.http_client().get("/readyz").status_code == 200
         rows_before, objects_before = attachment_count(server, tenant.id), object_rows(server, tenant.id)
         own.stop()
         refused = upload(tenant.api, result_id, ("b.txt", TXT, "text/plain"))
@@ -223,18 +224,18 @@ def test_a_store_that_goes_down_is_503_and_nothing_is_written(tmp_path: Path, st
         assert "try again" in refused.json()["detail"]
         assert attachment_count(server, tenant.id) == rows_before
         assert object_rows(server, tenant.id) == objects_before
-        ready = httpx.get(f"{server.url}/readyz")
+        ready = server.http_client().get("/readyz")
         assert ready.status_code == 503 and "attachment store" in ready.json()["detail"]
     finally:
         own.stop()
 
 
-def test_a_missing_bucket_is_503(s3: S3Server, start_server) -> None:
-    server = start_server(env=s3.env("no-such-bucket-here"))
+def test_a_missing_bucket_is_503(s3: S3Server, start_app) -> None:
+    server = start_app(env=s3.env("no-such-bucket-here"))
     tenant = make_tenant_on(server)
     assert_problem(upload(tenant.api, add_result(tenant), ("a.png", PNG, "image/png")), 503)
     assert attachment_count(server, tenant.id) == 0 and object_rows(server, tenant.id) == []
-    assert httpx.get(f"{server.url}/readyz").status_code == 503
+    assert server.http_client().get("/readyz").status_code == 503
 
 
 # ---------------------------------------------------------------------------------------- migrate

@@ -17,6 +17,8 @@ from tests.test_attachments import EXE, PDF, PNG, TXT, add_result, attachments_d
 from tests.test_cases import new_case
 from tms.attachments.objects import LocalStore
 
+IN_PROCESS = True  # tests/inprocess.py
+
 
 def upload_to_case(client: httpx.Client, case: str, *files: tuple[str, bytes, str]) -> httpx.Response:
     return client.post(f"/api/v1/cases/{case}/attachments",
@@ -82,8 +84,8 @@ def test_the_same_refusals_as_result_attachments(tenant: Tenant) -> None:
     assert_problem(tenant.api.get("/api/v1/cases/TC-999/attachments"), 404)
 
 
-def test_the_size_limit_applies(start_server: Any) -> None:
-    tenant = make_tenant_on(start_server(env={"ATTACHMENT_MAX_BYTES": "1000"}))
+def test_the_size_limit_applies(start_app: Any) -> None:
+    tenant = make_tenant_on(start_app(env={"ATTACHMENT_MAX_BYTES": "1000"}))
     case = new_case(tenant)
     assert_problem(upload_to_case(tenant.api, case["id"], ("big.txt", b"x" * 1001, "text/plain")), 413)
     assert upload_to_case(tenant.api, case["id"], ("small.txt", b"x" * 1000, "text/plain")).status_code == 201

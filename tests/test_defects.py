@@ -23,8 +23,17 @@ import pytest
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db
 from tests.team_helpers import add_member, web_as
 from tests.test_integrations import GHERKIN, deliver, edited, sign  # noqa: F401 - sign: the webhook's helper
+from tests.webhook_receiver import POLL
 
 TOKEN = "ghp_TopSecretToken0123456789"
+
+IN_PROCESS = True  # tests/inprocess.py
+
+
+@pytest.fixture
+def server(app_server: ServerProcess) -> ServerProcess:
+    """The app the tenants live on (in-process here): its database, its log."""
+    return app_server
 
 
 # --- a fake tracker -------------------------------------------------------------------------------
@@ -141,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def tracker() -> Iterator[FakeTracker]:
     fake = FakeTracker()
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
+    thread = threading.Thread(target=fake.serve_forever, kwargs=POLL, daemon=True)
     thread.start()
     yield fake
     fake.release.set()
@@ -416,16 +425,17 @@ def test_two_clicks_create_one_issue(tenant: Tenant, tracker: FakeTracker) -> No
     integration = connect(tenant, "GITHUB", tracker)
     result = failed_result(tenant)["result"]
     tracker.mode = "hang"
-    url = f"{tenant.server.url}/api/v1/results/{result['id']}/defect"
+    url = f"/api/v1/results/{result['id']}/defect"
     headers = {"Authorization": f"Bearer {tenant.write_token}"}
     answers: list[httpx.Response] = []
     first = threading.Thread(target=lambda: answers.append(
-        httpx.post(url, json={"integration_id": integration["id"]}, headers=headers, timeout=30)))
+        tenant.server.http_client().post(url, json={"integration_id": integration["id"]}, headers=headers, timeout=30)))
     first.start()
     deadline = time.monotonic() + 10
     while not tracker.requests and time.monotonic() < deadline:
         time.sleep(0.02)
-    second = httpx.post(url, json={"integration_id": integration["id"]}, headers=headers, timeout=30)
+    second = tenant.server.http_client().post(url, json={"integration_id": integration["id"]}, headers=headers,
+                                              timeout=30)
     assert_problem(second, 409)
     first.join()
     assert len(tracker.requests) == 1

@@ -5,10 +5,7 @@ known issues (fingerprint and pattern, closed by the tracker loop), quarantine, 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,14 @@ from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 GHERKIN = "Feature: F\n  Scenario: S\n    Given a step\n"
+
+IN_PROCESS = True  # tests/inprocess.py; the CLI's gate (a subprocess) runs on a server: test_failures_cli.py
+
+
+@pytest.fixture
+def server(app_server: ServerProcess) -> ServerProcess:
+    """The app the tenants live on (in-process here)."""
+    return app_server
 
 JAVA_STACK = (
     "org.opentest4j.AssertionFailedError: {message}\n"
@@ -383,52 +388,6 @@ def test_flaky_tests_flip_rates_and_the_automation_status_moves(tenant: Tenant) 
     for params in ({}, {"project_id": project, "runs": 1}, {"project_id": project, "runs": 1000}):
         assert_problem(tenant.api.get("/api/v1/flaky", params=params), 400)
     assert_problem(tenant.api.get("/api/v1/flaky", params={"project_id": "nope"}), 404)
-
-
-# --- CLI -------------------------------------------------------------------------------------------------
-
-
-def run_cli(tenant: Tenant, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TMS_URL": tenant.server.url, "TMS_TOKEN": tenant.write_token}
-    return subprocess.run([sys.executable, "-m", "tms", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-
-
-def test_the_ingest_gate_fails_only_on_new_failures_of_tests_not_quarantined(tenant: Tenant) -> None:
-    project = tenant.create_project()["id"]
-    report = str(REPORTS / "pytest" / "junit.xml")  # 3 failures: two FAILED, one BROKEN
-
-    first = run_cli(tenant, "ingest", report, "--project", project, "--gate", "new-failures")
-    assert first.returncode == 5, first.stdout + first.stderr
-    assert "gate new-failures: FAILED — 3 failure(s): 3 new" in first.stdout
-
-    # the same failures again: not new any more, but still failures
-    again = run_cli(tenant, "ingest", report, "--project", project, "--gate", "new-failures")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "3 recurring" in again.stdout
-    strict = run_cli(tenant, "ingest", report, "--project", project, "--gate", "failures", "--json")
-    assert strict.returncode == 5
-    summary = json.loads(strict.stdout)["gate"]
-    assert len(summary["recurring"]) == 3 and summary["new"] == []
-
-    # quarantine every failing test and explain nothing else: the failures gate passes, marked quarantined
-    titles = {r["title"] for c in failures_of(tenant, summary_run(strict)) for r in c["results"]}
-    for title in titles:
-        made = tenant.api.post("/api/v1/quarantine", json={"project_id": project, "title": title, "reason": "wip"})
-        assert made.status_code == 201, made.text
-    quiet = run_cli(tenant, "ingest", report, "--project", project, "--gate", "failures")
-    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
-    assert "3 quarantined" in quiet.stdout
-
-    listed = run_cli(tenant, "quarantine", "list", "--project", project)
-    assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.count("active") >= 3 and "wip" in listed.stdout
-    as_json = json.loads(run_cli(tenant, "quarantine", "list", "--project", project, "--json").stdout)
-    assert {e["title"] for e in as_json} == titles
-
-
-def summary_run(done: subprocess.CompletedProcess[str]) -> str:
-    return json.loads(done.stdout)["run_id"]  # type: ignore[no-any-return]
 
 
 # --- helpers -----------------------------------------------------------------------------------------------

@@ -8,11 +8,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from litestar.testing import TestClient
 
 from tests.conftest import ServerProcess, Tenant, assert_problem
+
+IN_PROCESS = True  # tests/inprocess.py
+
+
+@pytest.fixture
+def server(app_server: ServerProcess) -> ServerProcess:
+    """The app the tenants live on (in-process here): its answers, its log."""
+    return app_server
 
 # --- OPTIONS and CORS preflight ------------------------------------------------------------------
 
@@ -21,8 +28,8 @@ from tests.conftest import ServerProcess, Tenant, assert_problem
                                   "/api/webhooks", "/projects"])
 def test_options_answers_204_with_allow_unauthenticated_and_logs_nothing(server: ServerProcess, path: str) -> None:
     log_before = len(server.log())
-    plain = httpx.options(server.url + path)
-    preflight = httpx.options(server.url + path, headers={
+    plain = server.http_client().options(path)
+    preflight = server.http_client().options(path, headers={
         "Origin": "https://elsewhere.example", "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "authorization, content-type"})
     for response in (plain, preflight):
@@ -124,7 +131,7 @@ def test_webhooks_api_refuses_a_made_up_csrf_pair_like_the_forms_do(tenant: Tena
     web = tenant.web()
     body = {"url": "https://example.com/hook", "events": ["test_run.completed"]}
     made_up = "x" * 128
-    forged = httpx.Client(base_url=tenant.server.url, headers={"x-csrftoken": made_up})
+    forged = tenant.server.http_client(headers={"x-csrftoken": made_up})
     forged.cookies.set("tms_session", web.cookies["tms_session"], domain="127.0.0.1")
     forged.cookies.set("csrftoken", made_up, domain="127.0.0.1")
     assert_problem(forged.post("/api/webhooks", json=body), 403)
@@ -133,7 +140,7 @@ def test_webhooks_api_refuses_a_made_up_csrf_pair_like_the_forms_do(tenant: Tena
     # a token the server signed passes both
     assert web.post("/api/webhooks", json=body).status_code == 201
     # ... and no session is still a 401 first, CSRF or not
-    anonymous = httpx.Client(base_url=tenant.server.url, headers={"x-csrftoken": made_up})
+    anonymous = tenant.server.http_client(headers={"x-csrftoken": made_up})
     assert_problem(anonymous.post("/api/webhooks", json=body), 401)
 
 
@@ -142,7 +149,7 @@ def test_webhooks_api_refuses_a_made_up_csrf_pair_like_the_forms_do(tenant: Tena
 
 @pytest.mark.parametrize("path", ["/login", "/api/v1/me", "/no-such-page", "/schema", "/static/app.css"])
 def test_every_response_carries_the_security_headers(server: ServerProcess, path: str) -> None:
-    response = httpx.get(server.url + path, headers={"Accept": "text/html"})
+    response = server.http_client().get(path, headers={"Accept": "text/html"})
     csp = response.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
     assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp
@@ -165,9 +172,9 @@ def test_no_template_carries_inline_script() -> None:
 
 
 def test_the_favicon_is_served_and_linked(tenant: Tenant) -> None:
-    icon = httpx.get(tenant.server.url + "/static/favicon.svg")
+    icon = tenant.server.http_client().get("/static/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
-    assert '<link rel="icon" href="/static/favicon.svg"' in httpx.get(tenant.server.url + "/login").text
+    assert '<link rel="icon" href="/static/favicon.svg"' in tenant.server.http_client().get("/login").text
 
 
 # --- disk full: 507 with a clear problem, reads keep working, and it recovers by itself ----------
@@ -190,6 +197,8 @@ def _in_process(tmp_path: Path, database_url: str = "") -> tuple[TestClient, dic
     from tms.app import create_app
     from tms.config import load_config
 
+    if not database_url:
+        ServerProcess(tmp_path, {}).seed_migrated()  # the migrated start every test server gets (conftest)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LitestarDeprecationWarning)
         app = create_app(load_config(None, {"TMS_STORAGE_DATA_DIR": str(tmp_path),

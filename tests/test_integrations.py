@@ -1,4 +1,4 @@
-"""The bug loop against a running service: tracker webhooks in, retest queue, events out.
+"""The bug loop against the in-process app (tests/inprocess.py): tracker webhooks in, retest queue, events out.
 
 Tracker payloads are the recorded fixtures in tests/fixtures/trackers/, written from each tracker's
 webhook documentation, signed here exactly as the tracker signs them.
@@ -20,9 +20,18 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, Tenant, assert_problem, connect_db, run_admin
+from tests.webhook_receiver import POLL
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 GHERKIN = "Feature: Checkout\n  Scenario: Pay\n    Given a cart\n    When I pay\n    Then I get a receipt\n"
+
+IN_PROCESS = True
+
+
+@pytest.fixture
+def server(app_server: ServerProcess) -> ServerProcess:
+    """The app the tenants live on (in-process here), for the tests that call it or read its database."""
+    return app_server
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -83,7 +92,7 @@ def deliver(server: ServerProcess, integration_id: str, kind: str, secret: str |
             **options: Any) -> httpx.Response:
     params = options.pop("params", None)
     headers = {**tracker_headers(kind, secret, body, **options)}
-    return httpx.post(f"{server.url}/api/integrations/{integration_id}", content=body, headers=headers,
+    return server.http_client().post(f"/api/integrations/{integration_id}", content=body, headers=headers,
                       params=params, timeout=30)
 
 
@@ -164,7 +173,7 @@ def test_unsigned_or_wrongly_signed_calls_are_401_and_change_nothing(server: Ser
         deliver(server, "cunknownintegration00000", kind, secret, body),      # no such integration
     ]
     if kind != "GITLAB":  # GitLab sends a token, not a signature of the body
-        refused.append(httpx.post(f"{server.url}/api/integrations/{integration_id}", content=body + b" ",
+        refused.append(server.http_client().post(f"/api/integrations/{integration_id}", content=body + b" ",
                                   headers=tracker_headers(kind, secret, body), timeout=30))
     for response in refused:
         assert_problem(response, 401)
@@ -183,8 +192,8 @@ def test_jira_without_signing_may_put_the_secret_in_the_url(server: ServerProces
     body = fixture("jira_issue_updated_in_progress.json")
     assert_problem(deliver(server, integration_id, "JIRA", None, body, params={"secret": "wrong"}), 401)
     # a signature that is present must be right, whatever the URL says
-    wrong_signature = httpx.post(
-        f"{server.url}/api/integrations/{integration_id}", params={"secret": secret}, content=body,
+    wrong_signature = server.http_client().post(
+        f"/api/integrations/{integration_id}", params={"secret": secret}, content=body,
         headers={"Content-Type": "application/json", "X-Hub-Signature": sign("other", body)}, timeout=30,
     )
     assert_problem(wrong_signature, 401)
@@ -281,7 +290,7 @@ def test_unknown_shapes_are_202_never_500(server: ServerProcess, tenant: Tenant,
                                           content_type: str) -> None:
     integration_id, secret = create_integration(tenant, kind)
     headers = tracker_headers(kind, secret, body) | {"Content-Type": content_type}
-    response = httpx.post(f"{server.url}/api/integrations/{integration_id}", content=body, headers=headers,
+    response = server.http_client().post(f"/api/integrations/{integration_id}", content=body, headers=headers,
                           timeout=30)
     assert response.status_code == 202, response.text
     assert outbox(server, tenant.id) == []
@@ -295,7 +304,7 @@ def test_github_form_encoded_payloads_are_read(server: ServerProcess, tenant: Te
     integration_id, secret = create_integration(tenant, "GITHUB")
     body = urlencode({"payload": fixture("github_issue_closed_completed.json").decode()}).encode()
     headers = tracker_headers("GITHUB", secret, body) | {"Content-Type": "application/x-www-form-urlencoded"}
-    response = httpx.post(f"{server.url}/api/integrations/{integration_id}", content=body, headers=headers,
+    response = server.http_client().post(f"/api/integrations/{integration_id}", content=body, headers=headers,
                           timeout=30)
     assert response.status_code == 200, response.text
     assert response.json()["data"]["cases"] == 1
@@ -537,7 +546,7 @@ def test_flag_for_retest_button(server: ServerProcess, tenant: Tenant, other_ten
     assert web.post(f"/cases/{case['code']}/retest", data={"needs_retest": "false"}).status_code == 303
     assert get_case(tenant, case)["needs_retest"] is False
     # the form needs the CSRF token like every other form
-    no_csrf = httpx.Client(base_url=server.url, cookies=web.cookies, timeout=30)
+    no_csrf = server.http_client(cookies=web.cookies, timeout=30)
     assert no_csrf.post(f"/cases/{case['code']}/retest", data={"needs_retest": "true"}).status_code == 403
 
 
@@ -575,7 +584,7 @@ class _Receiver(BaseHTTPRequestHandler):
 def receiver() -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     httpd.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs=POLL, daemon=True)
     thread.start()
     yield httpd
     httpd.shutdown()

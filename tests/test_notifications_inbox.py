@@ -12,8 +12,11 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on
+from tests.inprocess import InProcessServer
 from tests.team_helpers import Member, add_member, web_as
 from tests.test_password_reset import Inbox, _mail_env, inbox  # noqa: F401  (the aiosmtpd fixture)
+
+IN_PROCESS = True  # tests/inprocess.py; the mail settings get a module app of their own
 
 
 def _run_with_results(tenant: Tenant, count: int = 2) -> tuple[str, str, list[str]]:
@@ -101,7 +104,7 @@ def test_the_inbox_takes_sessions_only_and_is_the_callers_own(tenant: Tenant, ot
     note = _inbox(web_as(tenant, tester.email, tester.password))["data"][0]["id"]
 
     assert_problem(tenant.api.get("/api/v1/notifications"), 401)
-    assert_problem(httpx.get(f"{tenant.server.url}/api/v1/notifications"), 401)
+    assert_problem(tenant.server.http_client().get("/api/v1/notifications"), 401)
     # a colleague's or another tenant's user's notification is not found, and stays unread
     for client in (web_as(tenant, colleague.email, colleague.password), other_tenant.web()):
         assert_problem(client.patch(f"/api/v1/notifications/{note}", json={"read": True}), 404)
@@ -117,7 +120,7 @@ def test_bad_input_is_a_clear_error(tenant: Tenant) -> None:
     assert_problem(client.patch("/api/v1/notifications/cxxxxxxxxxxxxxxxxxxxxxxxx", json={"read": True, "x": 1}),
                    400)
     assert_problem(client.get("/api/v1/notifications", params={"limit": 0}), 400)
-    no_csrf = httpx.Client(base_url=tenant.server.url, cookies=client.cookies)
+    no_csrf = tenant.server.http_client(cookies=client.cookies)
     assert_problem(no_csrf.post("/api/v1/notifications/read-all"), 403)
 
 
@@ -131,7 +134,7 @@ def test_a_viewer_reads_and_marks_their_own_inbox(tenant: Tenant) -> None:
 @pytest.fixture(scope="module")
 def mail_server(inbox: tuple[Inbox, int], tmp_path_factory: pytest.TempPathFactory  # noqa: F811
                 ) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("inbox-mail"), _mail_env(inbox[1])).start()
+    server = InProcessServer(tmp_path_factory.mktemp("inbox-mail"), _mail_env(inbox[1])).start()
     yield server
     server.stop()
 

@@ -25,16 +25,14 @@ def test_health_and_readiness_answer_without_auth(server: ServerProcess, tenant:
         assert response.json() == {"status": "ok"}
 
 
-def test_readyz_is_503_while_a_migration_is_not_applied(start_server, tmp_path: Path) -> None:
-    import httpx
-
-    srv = start_server()
+def test_readyz_is_503_while_a_migration_is_not_applied(start_app, tmp_path: Path) -> None:
+    srv = start_app()  # in-process (tests/inprocess.py): a database of its own, no process needed
     with connect_db(srv.db_path) as conn:
         conn.execute("DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)")
-    response = httpx.get(srv.url + "/readyz")
+    response = srv.http_client().get("/readyz")
     assert response.status_code == 503
     assert "migrations not applied" in response.json()["detail"]
-    assert httpx.get(srv.url + "/healthz").status_code == 200  # alive, just not ready
+    assert srv.http_client().get("/healthz").status_code == 200  # alive, just not ready
 
 
 def test_metrics_on_loopback_count_requests_and_show_the_outbox(server: ServerProcess, tenant: Tenant) -> None:
@@ -149,8 +147,8 @@ def _stored_files(srv: ServerProcess) -> set[Path]:
     return {path for path in root.rglob("*") if path.is_file() and "incoming" not in path.relative_to(root).parts}
 
 
-def test_runs_older_than_runs_days_go_with_their_results_and_files(start_server) -> None:
-    srv = start_server(env={"TMS_RETENTION_RUNS_DAYS": "10"})
+def test_runs_older_than_runs_days_go_with_their_results_and_files(start_app) -> None:
+    srv = start_app(env={"TMS_RETENTION_RUNS_DAYS": "10"})
     tenant = make_tenant_on(srv)
     project = tenant.create_project()
     old_run, _ = _ingest_with_attachment(tenant, project["id"], "old")

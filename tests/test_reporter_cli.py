@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from tests.webhook_receiver import POLL
+
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 TOKEN = "svc_abcd1234_" + "S3cretS3cretS3cretS3cretS3cretS3cret"
@@ -110,7 +112,7 @@ def fake() -> Iterator[FakeService]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     service.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs=POLL, daemon=True)
     thread.start()
     yield service
     server.shutdown()

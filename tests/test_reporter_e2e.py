@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Tenant
+from tests.webhook_receiver import POLL
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
@@ -157,7 +158,7 @@ def test_a_lost_answer_is_retried_without_a_second_run(tenant: Tenant) -> None:
             pass
 
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    threading.Thread(target=proxy.serve_forever, kwargs=POLL, daemon=True).start()
     try:
         project = tenant.create_project()
         env = {**os.environ, "TMS_URL": f"http://127.0.0.1:{proxy.server_address[1]}",

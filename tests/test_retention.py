@@ -13,6 +13,8 @@ from tests.test_ingest import ingest, results_of
 from tms.attachments.objects import LocalStore, store_for
 from tms.ids import iso
 
+IN_PROCESS = True  # tests/inprocess.py; a test that needs settings or a database of its own takes start_app
+
 
 def report(tenant: Tenant, unlinked: int, linked: list[str] = ()) -> str:  # type: ignore[assignment]
     project = tenant.create_project()
@@ -61,8 +63,8 @@ def test_sweep_needs_write_scope(tenant: Tenant) -> None:
     assert_problem(tenant.api.get("/api/v1/admin/sweep"), 405)
 
 
-def test_zero_days_sweeps_everything_existing(start_server: Callable[..., ServerProcess]) -> None:
-    server = start_server(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
+def test_zero_days_sweeps_everything_existing(start_app: Callable[..., ServerProcess]) -> None:
+    server = start_app(env={"TMS_RETENTION_UNLINKED_DAYS": "0"})
     tenant = make_tenant_on(server)
     run_id = report(tenant, unlinked=12)
     project_id = tenant.api.get(f"/api/v1/runs/{run_id}").json()["data"]["project_id"]
@@ -82,11 +84,11 @@ def _unlinked_on_dashboard(tenant: Tenant, project_id: str) -> str:
     return match.group(1)
 
 
-def test_daily_sweep_covers_every_tenant(start_server: Callable[..., ServerProcess]) -> None:
+def test_daily_sweep_covers_every_tenant(start_app: Callable[..., ServerProcess]) -> None:
     from tms.config import Config
     from tms.runs.retention import service as retention
 
-    server = start_server()
+    server = start_app()
     first, second = make_tenant_on(server), make_tenant_on(server)
     old_first, old_second = report(first, unlinked=5), report(second, unlinked=6)
     fresh = report(first, unlinked=2)
@@ -111,7 +113,7 @@ def test_sweep_deletes_in_batches(tenant: Tenant, monkeypatch: Any) -> None:
     assert deleted == 25
 
 
-def test_the_servers_own_sweep_runs_soon_after_start(start_server: Callable[..., ServerProcess]) -> None:
+def test_the_servers_own_sweep_runs_soon_after_start(start_app: Callable[..., ServerProcess]) -> None:
     """sweep_daily (started by the app's lifespan) sweeps once right after its first delay.
 
     On a server of its own: the sweep runs once per period per database (whichever replica claims
@@ -121,7 +123,7 @@ def test_the_servers_own_sweep_runs_soon_after_start(start_server: Callable[...,
     from tms.config import Config
     from tms.runs.retention import service as retention
 
-    tenant = make_tenant_on(start_server())
+    tenant = make_tenant_on(start_app())
     run_id = report(tenant, unlinked=3)
     age_unlinked_rows(tenant, run_id, days=45)
 

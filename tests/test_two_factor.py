@@ -16,12 +16,15 @@ import pytest
 
 from tests import postgres_cluster
 from tests.conftest import ServerProcess, Tenant, connect_db, make_tenant_on
+from tests.inprocess import InProcessServer
 from tests.team_helpers import add_member
 from tests.web_helpers import every_post_form_has_csrf, text_of
 
+IN_PROCESS = True  # tests/inprocess.py; the [auth] settings get a module app of their own
+
 
 def _client(tenant: Tenant) -> httpx.Client:
-    client = httpx.Client(base_url=tenant.server.url, timeout=30, follow_redirects=False)
+    client = tenant.server.http_client(timeout=30, follow_redirects=False)
     client.get("/login")
     client.headers["x-csrftoken"] = client.cookies.get("csrftoken") or ""
     return client
@@ -263,7 +266,7 @@ def test_a_renewed_session_keeps_its_second_factor(tenant: Tenant) -> None:
 
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    server = ServerProcess(tmp_path_factory.mktemp("auth-data"), {
+    server = InProcessServer(tmp_path_factory.mktemp("auth-data"), {
         "TMS_AUTH_SESSION_DAYS": "2", "TMS_AUTH_SESSION_IDLE_MINUTES": "10", "TMS_AUTH_PASSWORD_LOGIN": "false",
     }).start()
     yield server

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import Tenant
 from tests.web_helpers import HTML, every_post_form_has_csrf, field_error, follow
+from tests.webhook_receiver import POLL
 
 
 class Receiver:
@@ -34,7 +35,7 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=POLL, daemon=True).start()
 
 
 @pytest.fixture

@@ -20,6 +20,9 @@ from tests.test_cases import new_case
 from tests.web_helpers import HTML, field_error, follow, input_value, text_of
 from tests.webhook_receiver import Receiver
 
+# tests/inprocess.py: the tenants live in-process; the browser test takes the session server itself
+IN_PROCESS = True
+
 
 @pytest.fixture
 def receivers() -> Iterator[Callable[[], Receiver]]:

@@ -15,6 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Action = int | str
+# serve_forever looks for shutdown() every poll_interval, 0.5 s by default: every stop of a loopback fake
+# waited for it. The test servers here and in other files start with this instead.
+POLL = {"poll_interval": 0.05}
 
 
 @dataclass
@@ -66,7 +69,7 @@ class Receiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs=POLL, daemon=True)
         self._thread.start()
 
     @property
