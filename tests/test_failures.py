@@ -446,3 +446,30 @@ def test_patching_a_result_status_sets_or_clears_its_fingerprint(tenant: Tenant)
     assert failed.json()["data"]["source"] == "manual" and failures_of(tenant, run) == []
     passed = tenant.api.patch(f"/api/v1/results/{result['id']}", json={"status": "PASSED"})
     assert passed.json()["data"]["fingerprint"] is None and failures_of(tenant, run) == []
+
+
+def test_a_stopping_server_evaluates_what_was_asked_without_waiting_out_the_delay(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shutdown (``FlakyWatcher.idle``) runs each evaluation asked for at once: it used to sleep out the
+    rest of the delay (2 s) first. Asks made before that still fold into one evaluation per project."""
+    import asyncio
+
+    from tms.failures.flaky import service as flaky_service
+
+    evaluated: list[tuple[str, str]] = []
+
+    async def evaluate(db: Any, tenant_id: str, project_id: str, threshold: float, runs: int) -> dict[str, int]:
+        evaluated.append((tenant_id, project_id))
+        return {}
+
+    monkeypatch.setattr(flaky_service, "evaluate", evaluate)
+
+    async def scenario() -> None:
+        watcher = flaky_service.FlakyWatcher(db=None, threshold=0.3, runs=10, delay=3600)  # type: ignore[arg-type]
+        for _ in range(3):
+            watcher.touch("tenant", "project")
+        watcher.touch("tenant", "other project")
+        await asyncio.wait_for(watcher.idle(), 30)  # an hour's delay: only a flush gets through
+        assert sorted(evaluated) == [("tenant", "other project"), ("tenant", "project")]  # three asks, one run
+
+    asyncio.run(scenario())

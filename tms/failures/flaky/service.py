@@ -17,6 +17,7 @@ the case (by the system actor) and fires the outbox event ``test_case.flaky_chan
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -276,6 +277,7 @@ class FlakyWatcher:
         self.db, self.threshold, self.runs, self.delay = db, threshold, runs, delay
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._again: set[tuple[str, str]] = set()
+        self._flushing = asyncio.Event()  # set by ``idle``: evaluate now, no more waiting for more asks
 
     def touch(self, tenant_id: str, project_id: str) -> None:
         key = (tenant_id, project_id)
@@ -290,7 +292,8 @@ class FlakyWatcher:
         audit.acting_as(audit.SYSTEM)
         try:
             while True:
-                await asyncio.sleep(self.delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._flushing.wait(), self.delay)
                 self._again.discard(key)
                 try:
                     await evaluate(self.db, key[0], key[1], self.threshold, self.runs)
@@ -302,9 +305,14 @@ class FlakyWatcher:
             self._running.pop(key, None)
 
     async def idle(self) -> None:
-        """Waits for every evaluation under way (shutdown, tests)."""
-        while self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+        """Runs every evaluation asked for now, without its delay, and waits for them (shutdown: a
+        server stopped within ``delay`` of a write used to wait out the rest of it, ~2 s a stop)."""
+        self._flushing.set()
+        try:
+            while self._running:
+                await asyncio.gather(*self._running.values(), return_exceptions=True)
+        finally:
+            self._flushing.clear()
 
 
 def watch(db: Database, threshold: float, runs: int) -> FlakyWatcher:
