@@ -105,7 +105,7 @@ async def execute_page(request: AnyRequest, db: DatabaseDep, result_id: str, ste
     context = await _context(db, request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
                   form=_form_from_row(context["result"], context["steps"], context["result_fields"]), **context,
-                  **await thread_context(request, "result", context["result"]["id"], comments_offset))
+                  **await thread_context(db, request, "result", context["result"]["id"], comments_offset))
 
 
 # A form field the API's struct (``ResultPatch``, ``StepResult``) refuses, in the tester's words
