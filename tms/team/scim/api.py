@@ -18,11 +18,12 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions import NotFoundException as LitestarNotFound
 from litestar.handlers.base import BaseRouteHandler
 
+from tms.db import Database
 from tms.errors import DISK_FULL_DETAIL, DomainError
 from tms.http.api_auth import ApiRequest
 from tms.http.problems import handle_unexpected
 from tms.lazy import lazy_module
-from tms.state import DatabaseDep, app_state, config_of, db_of
+from tms.state import DatabaseDep, app_state, config_of
 from tms.team.audit.service import Actor, acting_as
 from tms.team.tokens.service import verify_token
 
@@ -69,13 +70,13 @@ def _request_line(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     return f"{connection.scope.get('method', '')} {connection.url.path}"
 
 
-async def _write(request: ApiRequest, work: Awaitable[T]) -> T:
+async def _write(db: Database, request: ApiRequest, work: Awaitable[T]) -> T:
     """A write by id; one naming an id the team does not have (another team's: a 404 like any unknown id)
     is an audit entry too."""
     try:
         return await work
     except scim2.NotFoundException:
-        await service.record_refused(db_of(request), request.user.tenant_id, request.user.token_id,
+        await service.record_refused(db, request.user.tenant_id, request.user.token_id,
                                      "no such resource in this team", _request_line(request))
         raise
 
@@ -197,19 +198,19 @@ async def get_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Respon
 
 @put("/Users/{user_id:str}", **SCIM)
 async def replace_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.replace_user(db, request.user.tenant_id, _base(request),
+    return _answer(await _write(db, request, service.replace_user(db, request.user.tenant_id, _base(request),
                                                               _actor(request), user_id, await _payload(request))))
 
 
 @patch("/Users/{user_id:str}", **SCIM)
 async def patch_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.patch_user(db, request.user.tenant_id, _base(request),
+    return _answer(await _write(db, request, service.patch_user(db, request.user.tenant_id, _base(request),
                                                             _actor(request), user_id, await _payload(request))))
 
 
 @delete("/Users/{user_id:str}", status_code=204, **SCIM)
 async def delete_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> None:
-    await _write(request, service.delete_user(db, request.user.tenant_id, _actor(request), user_id))
+    await _write(db, request, service.delete_user(db, request.user.tenant_id, _actor(request), user_id))
 
 
 # --- groups -----------------------------------------------------------------------------------------------
@@ -242,20 +243,20 @@ async def get_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Resp
 
 @put("/Groups/{group_id:str}", **SCIM)
 async def replace_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, groups.replace_group(db, request.user.tenant_id,
+    return _answer(await _write(db, request, groups.replace_group(db, request.user.tenant_id,
                                                                _base(request), _actor(request), group_id,
                                                                await _payload(request))))
 
 
 @patch("/Groups/{group_id:str}", **SCIM)
 async def patch_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, groups.patch_group(db, request.user.tenant_id, _base(request),
+    return _answer(await _write(db, request, groups.patch_group(db, request.user.tenant_id, _base(request),
                                                              _actor(request), group_id, await _payload(request))))
 
 
 @delete("/Groups/{group_id:str}", status_code=204, **SCIM)
 async def delete_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> None:
-    await _write(request, groups.delete_group(db, request.user.tenant_id, _actor(request), group_id))
+    await _write(db, request, groups.delete_group(db, request.user.tenant_id, _actor(request), group_id))
 
 
 @post("/.search", **SCIM)
