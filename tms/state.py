@@ -2,8 +2,14 @@
 app's state and how handlers, guards and middleware reach them.
 
 A route handler names them as parameters, ``db: DatabaseDep`` and ``config: ConfigDep``, and Litestar
-injects them (``dependencies``, registered app-wide by ``create_app``). Guards, middleware and the page
-helpers that take the request use ``db_of(request)`` / ``config_of(request)`` / ``app_state(request)``:
+injects them (``dependencies``, registered app-wide by ``create_app``); a page helper a handler calls takes
+them as arguments (``db: Database`` first), never the request to fetch them from.
+
+``db_of(connection)`` / ``config_of(connection)`` are only for code Litestar does not inject into:
+guards (``def guard(connection, handler)``, e.g. ``page_guard``, ``metrics_guard``), middleware
+(the sign-in page's SSO choices, ``tms.team.sso.web.login_choices``), and the session backend the guards
+and the sign-in handlers share (``tms.team.signin.session``, ``tms.team.signin.session_cookie``).
+``app_state(connection)`` reads the other keys (attachment store, login throttle, setup token, ...).
 Litestar's ``State`` is a dict read by attribute (``Any`` to the type checker), and these give the keys
 back typed. Never ``request.app.state.<key>``.
 """

@@ -16,30 +16,32 @@ from litestar.response import Redirect, Template
 from tms.ai import quota as ai_quota
 from tms.ai import service as ai_service
 from tms.ai.provider import ProviderError
+from tms.config import Config
+from tms.db import Database
 from tms.errors import Conflict, DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.library.projects import service as project_service
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import page_guard
 
 # Upstream trouble is the provider's, not ours: a gateway status, never a 500.
 _PROVIDER_STATUS = {"disabled": 400, "timeout": 504, "rate_limited": 503}
 
 
-def _provider_info(request: AnyRequest) -> dict[str, Any]:
-    config = config_of(request)
+def _provider_info(config: Config) -> dict[str, Any]:
     # only the provider kind and model are shown: the base URL may name internal hosts, the key is secret
     return {"name": config.get("ai.provider"), "model": config.get("ai.model"),
             "enabled": config.get("ai.provider") != "none"}
 
 
-async def _index(request: AnyRequest, *, form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
-                 provider_error: str | None = None, status_code: int = 200) -> Template:
-    db, tenant_id = db_of(request), tenant_of(request)
-    quota = await ai_quota.quota_status(db, config_of(request), tenant_id)
+async def _index(db: Database, config: Config, request: AnyRequest, *, form: dict[str, str] | None = None,
+                 errors: dict[str, str] | None = None, provider_error: str | None = None,
+                 status_code: int = 200) -> Template:
+    tenant_id = tenant_of(request)
+    quota = await ai_quota.quota_status(db, config, tenant_id)
     return render(
         request, "ai/index.html", status_code=status_code, active_nav="ai",
-        provider=_provider_info(request), quota=quota,
+        provider=_provider_info(config), quota=quota,
         project=await project_service.get_active_project(db, tenant_id),
         recent=await ai_service.recent_generations(db, tenant_id),
         form=form or {"priority": "MEDIUM"}, errors=errors or {}, provider_error=provider_error,
@@ -48,18 +50,18 @@ async def _index(request: AnyRequest, *, form: dict[str, str] | None = None, err
 
 
 @get("/")
-async def ai_page(request: AnyRequest) -> Template:
-    return await _index(request)
+async def ai_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _index(db, config, request)
 
 
 @post("/generate", status_code=303)
 async def generate(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form, _ = await form_of(request)
     form = {k: form.get(k, "") for k in ("requirement", "tags", "priority", "layer")}
-    db, tenant_id = db, tenant_of(request)
+    tenant_id = tenant_of(request)
     project = await project_service.get_active_project(db, tenant_id)
     if project is None:
-        return await _index(request, form=form, status_code=400,
+        return await _index(db, config, request, form=form, status_code=400,
                             errors={"requirement": "Mark a project active first: drafts are saved into it."})
     try:
         options = ai_service.parse_options(form["tags"], form["priority"], form["layer"])
@@ -68,18 +70,19 @@ async def generate(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> T
             requirement=form["requirement"], options=options,
         )
     except ProviderError as exc:
-        return await _index(request, form=form, provider_error=exc.message,
+        return await _index(db, config, request, form=form, provider_error=exc.message,
                             status_code=_PROVIDER_STATUS.get(exc.kind, 502))
     except ai_service.QuotaExhausted as exc:
-        return await _index(request, form=form, status_code=429, provider_error=exc.detail)
+        return await _index(db, config, request, form=form, status_code=429, provider_error=exc.detail)
     except DomainError as exc:
-        return await _index(request, form=form, errors={exc.field or "requirement": exc.detail}, status_code=400)
+        return await _index(db, config, request, form=form, errors={exc.field or "requirement": exc.detail},
+                            status_code=400)
     return Redirect(f"/ai/generations/{generation_id}", status_code=303)
 
 
-async def _generation(request: AnyRequest, generation_id: str) -> ai_service.Generation:
+async def _generation(db: Database, request: AnyRequest, generation_id: str) -> ai_service.Generation:
     try:
-        return await ai_service.get_generation(db_of(request), tenant_of(request), generation_id)
+        return await ai_service.get_generation(db, tenant_of(request), generation_id)
     except NotFound as exc:
         raise not_found("AI generation") from exc
 
@@ -92,8 +95,8 @@ def _drafts_page(request: AnyRequest, generation: ai_service.Generation, *, draf
 
 
 @get("/generations/{generation_id:str}")
-async def drafts_page(request: AnyRequest, generation_id: str) -> Template:
-    generation = await _generation(request, generation_id)
+async def drafts_page(request: AnyRequest, db: DatabaseDep, generation_id: str) -> Template:
+    generation = await _generation(db, request, generation_id)
     o = generation.options
     options = {"tags": ", ".join(o.tags), "priority": o.priority, "layer": o.layer or ""}
     return _drafts_page(request, generation, drafts=generation.drafts, options=options)
@@ -101,7 +104,7 @@ async def drafts_page(request: AnyRequest, generation_id: str) -> Template:
 
 @post("/generations/{generation_id:str}", status_code=303)
 async def save_drafts(request: AnyRequest, db: DatabaseDep, generation_id: str) -> Template | Redirect:
-    generation = await _generation(request, generation_id)
+    generation = await _generation(db, request, generation_id)
     form, multi = await form_of(request)
     kept = set(multi.get("keep", []))
     drafts = [

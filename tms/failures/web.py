@@ -8,6 +8,7 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, InvalidInput, NotFound
 from tms.failures import service as failure_service
 from tms.failures.flaky import service as flaky_service
@@ -19,14 +20,14 @@ from tms.failures.quarantine.models import QuarantineCreate, QuarantineEntry
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.library.projects import service as project_service
 from tms.runs import service as run_service
-from tms.state import ConfigDep, DatabaseDep, db_of
+from tms.state import ConfigDep, DatabaseDep
 
 FLAKY_PAGE = 100
 
 
-async def _project(request: AnyRequest, project_id: str | None) -> Any:
+async def _project(db: Database, request: AnyRequest, project_id: str | None) -> Any:
     """The project named in the query, else the active one, else the first; None when there is none."""
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     if project_id:
         try:
             return await project_service.get_project(db, tenant, project_id)
@@ -48,7 +49,7 @@ def _clean(form: dict[str, str]) -> dict[str, Any]:
 
 @get("/runs/{run_id:str}/compare")
 async def compare_page(request: AnyRequest, db: DatabaseDep, run_id: str, base: str | None = None) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     try:
         run = await run_service.get_run(db, tenant, run_id)
         comparison = await failure_service.compare(db, tenant, run_id, base or None)
@@ -62,9 +63,9 @@ async def compare_page(request: AnyRequest, db: DatabaseDep, run_id: str, base: 
 
 # ---- known issues -------------------------------------------------------------------------------
 
-async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
+async def _known_issues_page(db: Database, request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                              errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     issues: list[KnownIssue] = []
     if project is not None:
         issues, _ = await known_issue_service.list_issues(db, tenant, project_id=project.id, limit=500)
@@ -80,10 +81,10 @@ async def _known_issues_page(request: AnyRequest, project: Any, *, form: dict[st
 
 
 @get("/known-issues")
-async def known_issues_page(request: AnyRequest, project_id: str | None = None, fingerprint: str | None = None,
-                            run_id: str | None = None) -> Template:
-    project = await _project(request, project_id)
-    return await _known_issues_page(request, project, form={"fingerprint": fingerprint or "",
+async def known_issues_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None,
+                            fingerprint: str | None = None, run_id: str | None = None) -> Template:
+    project = await _project(db, request, project_id)
+    return await _known_issues_page(db, request, project, form={"fingerprint": fingerprint or "",
                                                             "run_id": run_id or ""})
 
 
@@ -91,14 +92,14 @@ async def known_issues_page(request: AnyRequest, project_id: str | None = None, 
 async def create_known_issue(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     """The known-issues form, and the run page's one-click "make a known issue" of a cluster."""
     single, _ = await form_of(request)
-    project = await _project(request, single.get("project_id") or None)
+    project = await _project(db, request, single.get("project_id") or None)
     if project is None:
         raise not_found("project")
     body = _clean({key: single.get(key, "") for key in ("fingerprint", "pattern", "bug_ticket_key",
                                                          "bug_ticket_url", "note")})
     body["project_id"] = project.id
     if "bug_ticket_key" not in body:
-        return await _known_issues_page(request, project, form=single, status_code=400,
+        return await _known_issues_page(db, request, project, form=single, status_code=400,
                                         errors={"bug_ticket_key": "This field is required."})
     value, errors = convert(KnownIssueCreate, body)
     if value is not None:
@@ -112,7 +113,7 @@ async def create_known_issue(request: AnyRequest, db: DatabaseDep) -> Template |
             if not back.startswith("/") or back.startswith("//"):
                 back = "/known-issues"
             return done(request, back, f"Known issue {issue.bug_ticket_key} created: matching failures now link to it.")
-    return await _known_issues_page(request, project, form=single, errors=errors, status_code=400)
+    return await _known_issues_page(db, request, project, form=single, errors=errors, status_code=400)
 
 
 @post("/known-issues/{issue_id:str}/status", status_code=303)
@@ -135,7 +136,7 @@ async def set_known_issue_status(request: AnyRequest, db: DatabaseDep, issue_id:
 
 @post("/known-issues/{issue_id:str}/delete", status_code=303)
 async def delete_known_issue(request: AnyRequest, db: DatabaseDep, issue_id: str) -> Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     try:
         issue = await known_issue_service.get(db, tenant, issue_id)
         await known_issue_service.delete(db, tenant, issue_id)
@@ -146,9 +147,9 @@ async def delete_known_issue(request: AnyRequest, db: DatabaseDep, issue_id: str
 
 # ---- quarantine ---------------------------------------------------------------------------------
 
-async def _quarantine_page(request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
+async def _quarantine_page(db: Database, request: AnyRequest, project: Any, *, form: dict[str, str] | None = None,
                            errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     entries: list[QuarantineEntry] = []
     if project is not None:
         entries, _ = await quarantine_service.list_entries(db, tenant, project_id=project.id, limit=500)
@@ -158,17 +159,17 @@ async def _quarantine_page(request: AnyRequest, project: Any, *, form: dict[str,
 
 
 @get("/quarantine")
-async def quarantine_page(request: AnyRequest, project_id: str | None = None, test_case_code: str | None = None,
-                          title: str | None = None) -> Template:
-    project = await _project(request, project_id)
-    return await _quarantine_page(request, project, form={"test_case_code": test_case_code or "",
+async def quarantine_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None,
+                          test_case_code: str | None = None, title: str | None = None) -> Template:
+    project = await _project(db, request, project_id)
+    return await _quarantine_page(db, request, project, form={"test_case_code": test_case_code or "",
                                                           "title": title or ""})
 
 
 @post("/quarantine", status_code=303)
 async def create_quarantine(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     single, _ = await form_of(request)
-    project = await _project(request, single.get("project_id") or None)
+    project = await _project(db, request, single.get("project_id") or None)
     if project is None:
         raise not_found("project")
     body = _clean({key: single.get(key, "") for key in ("test_case_code", "title", "reason", "expires_at")})
@@ -176,7 +177,7 @@ async def create_quarantine(request: AnyRequest, db: DatabaseDep) -> Template | 
     if "expires_at" in body and len(body["expires_at"]) == 16:  # <input type="datetime-local">, taken as UTC
         body["expires_at"] += ":00Z"
     if "reason" not in body:
-        return await _quarantine_page(request, project, form=single, errors={"reason": "This field is required."},
+        return await _quarantine_page(db, request, project, form=single, errors={"reason": "This field is required."},
                                       status_code=400)
     value, errors = convert(QuarantineCreate, body)
     if value is not None:
@@ -188,7 +189,7 @@ async def create_quarantine(request: AnyRequest, db: DatabaseDep) -> Template | 
             name = entry.test_case_code or entry.title
             note = " (no such test known yet: check the name)" if entry.unknown_test else ""
             return done(request, f"/quarantine?project_id={project.id}", f"{name} quarantined{note}.")
-    return await _quarantine_page(request, project, form=single, errors=errors, status_code=400)
+    return await _quarantine_page(db, request, project, form=single, errors=errors, status_code=400)
 
 
 @post("/quarantine/{entry_id:str}/delete", status_code=303)
@@ -208,9 +209,8 @@ async def delete_quarantine(request: AnyRequest, db: DatabaseDep, entry_id: str)
 @get("/flaky")
 async def flaky_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
                      project_id: str | None = None, runs: int | None = None) -> Template:
-    db, tenant = db, tenant_of(request)
-    project = await _project(request, project_id)
-    config = config
+    tenant = tenant_of(request)
+    project = await _project(db, request, project_id)
     window = max(2, min(runs or config.get("flaky.runs"), flaky_service.MAX_RUNS))
     tests: list[Any] = []
     total = 0

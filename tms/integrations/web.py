@@ -16,6 +16,8 @@ from typing import Any
 from litestar import Request, Response, Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.failures.retest import service as retest_service
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
@@ -23,7 +25,7 @@ from tms.integrations import KINDS, defects
 from tms.integrations import inbound as tracker_calls
 from tms.integrations import service as integration_service
 from tms.integrations.models import DefectCreate
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import needs_role, page_guard, safe_next
 
 # The secret crosses the redirect in the server-side session and is popped by the next GET, so it is
@@ -47,13 +49,9 @@ def inbound_router() -> Router:
                   request_max_body_size=MAX_INBOUND_BYTES)
 
 
-def _base_url(request: AnyRequest) -> str:
-    return str(config_of(request).base_url)
-
-
-def _with_urls(request: AnyRequest, row: dict[str, Any]) -> dict[str, Any]:
+def _with_urls(config: Config, row: dict[str, Any]) -> dict[str, Any]:
     item = dict(row)
-    item["inbound_url"] = integration_service.inbound_url(_base_url(request), row["id"])
+    item["inbound_url"] = integration_service.inbound_url(str(config.base_url), row["id"])
     item["kind_label"] = integration_service.KIND_LABELS[row["kind"]]
     return item
 
@@ -68,13 +66,13 @@ def _shown_once(request: AnyRequest, integration_id: str | None = None) -> dict[
     return shown  # type: ignore[no-any-return]
 
 
-async def _list_page(request: AnyRequest, *, form: dict[str, str] | None = None,
+async def _list_page(db: Database, config: Config, request: AnyRequest, *, form: dict[str, str] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    rows = await integration_service.list_integrations(db_of(request), tenant_of(request))
+    rows = await integration_service.list_integrations(db, tenant_of(request))
     shown = _shown_once(request)
     template = render(
         request, "integrations/list.html", status_code=status_code, active_nav="settings",
-        settings_nav="integrations", integrations=[_with_urls(request, r) for r in rows], shown=shown,
+        settings_nav="integrations", integrations=[_with_urls(config, r) for r in rows], shown=shown,
         form=form or {"kind": "GITHUB"}, errors=errors or {}, kinds=KINDS,
         kind_labels=integration_service.KIND_LABELS,
     )
@@ -84,12 +82,12 @@ async def _list_page(request: AnyRequest, *, form: dict[str, str] | None = None,
 
 
 @get("/")
-async def integrations_page(request: AnyRequest) -> Template:
-    return await _list_page(request)
+async def integrations_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _list_page(db, config, request)
 
 
 @post("/", status_code=303)
-async def create_integration(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
+async def create_integration(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     form, _ = await form_of(request)
     form = {key: form.get(key, "") for key in ("kind", "name", "repository")}
     try:
@@ -97,24 +95,25 @@ async def create_integration(request: AnyRequest, db: DatabaseDep) -> Template |
             db, tenant_of(request), form["kind"], form["name"], form["repository"]
         )
     except DomainError as exc:
-        return await _list_page(request, form=form, errors=field_errors(exc, "name"), status_code=400)
+        return await _list_page(db, config, request, form=form, errors=field_errors(exc, "name"), status_code=400)
     integration = created.integration
     request.session[_SHOWN_ONCE_KEY] = {"id": integration["id"], "secret": created.secret}
     return done(request, f"/settings/integrations/{integration['id']}",
                 f"Integration “{integration['name']}” created. Copy its secret now: it is shown only once.")
 
 
-async def _detail_page(request: AnyRequest, integration_id: str, *, form: dict[str, str] | None = None,
-                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+async def _detail_page(db: Database, config: Config, request: AnyRequest, integration_id: str, *,
+                       form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                       status_code: int = 200) -> Template:
     try:
-        row = await integration_service.get_integration(db_of(request), tenant_of(request), integration_id)
+        row = await integration_service.get_integration(db, tenant_of(request), integration_id)
     except NotFound as exc:
         raise not_found("integration") from exc
-    deliveries = await integration_service.recent_deliveries(db_of(request), tenant_of(request), integration_id)
+    deliveries = await integration_service.recent_deliveries(db, tenant_of(request), integration_id)
     shown = _shown_once(request, integration_id)
     outbound_form = form or {key: row.get(key) or "" for key in _OUTBOUND_FORM}
     template = render(request, "integrations/detail.html", status_code=status_code, active_nav="settings",
-                      settings_nav="integrations", integration=_with_urls(request, row), deliveries=deliveries,
+                      settings_nav="integrations", integration=_with_urls(config, row), deliveries=deliveries,
                       shown=shown, form=outbound_form, errors=errors or {},
                       ready=integration_service.outbound_ready(row))
     if shown:
@@ -123,8 +122,8 @@ async def _detail_page(request: AnyRequest, integration_id: str, *, form: dict[s
 
 
 @get("/{integration_id:str}")
-async def integration_page(request: AnyRequest, integration_id: str) -> Template:
-    return await _detail_page(request, integration_id)
+async def integration_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep, integration_id: str) -> Template:
+    return await _detail_page(db, config, request, integration_id)
 
 
 # the outbound settings' form fields (the token is never put back into a form)
@@ -149,7 +148,7 @@ async def save_outbound(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
         raise not_found("integration") from exc
     except DomainError as exc:
         kept = {key: form.get(key, "") for key in _OUTBOUND_FORM}
-        return await _detail_page(request, integration_id, form=kept, errors=field_errors(exc, "api_url"),
+        return await _detail_page(db, config, request, integration_id, form=kept, errors=field_errors(exc, "api_url"),
                                   status_code=400)
     return done(request, f"/settings/integrations/{integration_id}", "Tracker API settings saved.")
 
@@ -207,9 +206,10 @@ def cases_router() -> Router:
 # --- "Create issue" on a failed or broken result (partials/defect_button.html links here) ----------
 
 
-async def _defect_page(request: AnyRequest, result_id: str, *, form: dict[str, str] | None = None,
-                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, config, tenant_id = db_of(request), config_of(request), tenant_of(request)
+async def _defect_page(db: Database, config: Config, request: AnyRequest, result_id: str, *,
+                       form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                       status_code: int = 200) -> Template:
+    tenant_id = tenant_of(request)
     try:
         proposed, failure = await defects.defect_draft(db, config, tenant_id, result_id)
     except NotFound as exc:
@@ -226,8 +226,8 @@ async def _defect_page(request: AnyRequest, result_id: str, *, form: dict[str, s
 
 
 @get("/results/{result_id:str}/defect")
-async def defect_page(request: AnyRequest, result_id: str) -> Template:
-    return await _defect_page(request, result_id)
+async def defect_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep, result_id: str) -> Template:
+    return await _defect_page(db, config, request, result_id)
 
 
 @post("/results/{result_id:str}/defect", status_code=303)
@@ -237,17 +237,17 @@ async def create_defect(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
     body, errors = convert(DefectCreate, {"integration_id": kept["integration_id"], "title": kept["title"] or None,
                                           "body": kept["body"] or None})
     if body is None:
-        return await _defect_page(request, result_id, form=kept, errors=errors, status_code=400)
+        return await _defect_page(db, config, request, result_id, form=kept, errors=errors, status_code=400)
     try:
         defect = await defects.create_defect(db, config, tenant_of(request),
                                                          result_id, body)
     except NotFound as exc:
         if exc.field != "integration_id":
             raise not_found("result") from exc
-        return await _defect_page(request, result_id, form=kept, errors={"integration_id": exc.detail},
+        return await _defect_page(db, config, request, result_id, form=kept, errors={"integration_id": exc.detail},
                                   status_code=400)
     except DomainError as exc:  # 400 settings, 409 already linked, 502 the tracker refused or did not answer
-        return await _defect_page(request, result_id, form=kept, errors=field_errors(exc, "form"),
+        return await _defect_page(db, config, request, result_id, form=kept, errors=field_errors(exc, "form"),
                                   status_code=exc.status_code)
     back = safe_next(kept["back"] or f"/results/{result_id}/execute")
     return done(request, back, f"Created {defect.bug_ticket_key} and linked it to the result.")

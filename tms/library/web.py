@@ -14,6 +14,7 @@ from litestar import Router, get, post
 from litestar.datastructures import UploadFile
 from litestar.response import Redirect, Stream, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, render, tenant_of, user_of
 from tms.library.cases import bulk as case_bulk
@@ -34,7 +35,7 @@ from tms.library.shared_steps import service as shared_service
 from tms.library.transfer import export as case_export
 from tms.library.transfer import service as case_io
 from tms.library.transfer.csvfile import MAX_IMPORT_BYTES
-from tms.state import DatabaseDep, app_state, db_of
+from tms.state import DatabaseDep, app_state
 from tms.team.signin.session import page_guard
 
 # ---------------------------------------------------------------------------------------------- sections
@@ -56,9 +57,9 @@ async def create_section(request: AnyRequest, db: DatabaseDep) -> Redirect:
     return done(request, f"{back}&section_id={section.id}&sub=1", f"Section “{section.name}” created.")
 
 
-async def _section_page(request: AnyRequest, section_id: str, form: dict[str, str] | None = None,
+async def _section_page(db: Database, request: AnyRequest, section_id: str, form: dict[str, str] | None = None,
                         errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     try:
         section = await section_service.get_section(db, tenant, section_id)
     except NotFound as exc:
@@ -77,8 +78,8 @@ async def _section_page(request: AnyRequest, section_id: str, form: dict[str, st
 
 
 @get("/sections/{section_id:str}")
-async def section_page(request: AnyRequest, section_id: str) -> Template:
-    return await _section_page(request, section_id)
+async def section_page(request: AnyRequest, db: DatabaseDep, section_id: str) -> Template:
+    return await _section_page(db, request, section_id)
 
 
 @post("/sections/{section_id:str}", status_code=303)
@@ -89,7 +90,7 @@ async def update_section(request: AnyRequest, db: DatabaseDep, section_id: str) 
     try:
         data["position"] = int(form.get("position") or 0)
     except ValueError:
-        return await _section_page(request, section_id, form, {"position": "Write a whole number."}, 400)
+        return await _section_page(db, request, section_id, form, {"position": "Write a whole number."}, 400)
     body, errors = convert(SectionUpdate, data)
     if body is not None:
         try:
@@ -103,12 +104,12 @@ async def update_section(request: AnyRequest, db: DatabaseDep, section_id: str) 
         else:
             return done(request, f"/cases?project_id={section.project_id}&section_id={section.id}&sub=1",
                         f"Section “{section.name}” saved.")
-    return await _section_page(request, section_id, form, errors, 400)
+    return await _section_page(db, request, section_id, form, errors, 400)
 
 
 @post("/sections/{section_id:str}/delete", status_code=303)
 async def delete_section(request: AnyRequest, db: DatabaseDep, section_id: str) -> Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     try:
         section = await section_service.get_section(db, tenant, section_id)
         await section_service.delete_section(db, tenant, section_id)
@@ -127,7 +128,7 @@ async def delete_section(request: AnyRequest, db: DatabaseDep, section_id: str) 
 
 @post("/bulk", status_code=303)
 async def bulk(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     form, multi = await form_of(request)
     back = "/cases" + (f"?{form['filter']}" if form.get("filter") else "")
     action, _, value = (form.get("op") or "").partition(":")
@@ -161,7 +162,7 @@ async def bulk(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
 
 @get("/export")
 async def export(request: AnyRequest, db: DatabaseDep) -> Stream | Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     view = view_from_query(str(request.url.query or ""))
     project_id = view.query.project_id
     try:
@@ -178,9 +179,9 @@ async def export(request: AnyRequest, db: DatabaseDep) -> Stream | Redirect:
 # ---------------------------------------------------------------------------------------------- import
 
 
-async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[str, str],
+async def _import_form(db: Database, request: AnyRequest, form: dict[str, str], errors: dict[str, str],
                        status_code: int = 200) -> Template:
-    projects = await project_service.list_projects(db_of(request), tenant_of(request))
+    projects = await project_service.list_projects(db, tenant_of(request))
     return render(request, "cases/import.html", status_code=status_code, active_nav="cases", projects=projects,
                   form=form, errors=errors, max_mb=MAX_IMPORT_BYTES // (1024 * 1024))
 
@@ -188,24 +189,24 @@ async def _import_form(request: AnyRequest, form: dict[str, str], errors: dict[s
 @get("/import")
 async def import_page(request: AnyRequest, db: DatabaseDep) -> Template:
     active = await project_service.get_active_project(db, tenant_of(request))
-    return await _import_form(request, {"project_id": active.id if active else "", "format": "csv"}, {})
+    return await _import_form(db, request, {"project_id": active.id if active else "", "format": "csv"}, {})
 
 
 @post("/import", status_code=200, request_max_body_size=MAX_IMPORT_BYTES + 64 * 1024)
 async def import_preview(request: AnyRequest, db: DatabaseDep) -> Template:
     """Plans the import and shows what it will do; nothing is written until the user confirms."""
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     raw = await request.form()
     form = {"project_id": str(raw.get("project_id") or ""), "format": str(raw.get("format") or "csv")}
     upload = raw.get("file")
     if not isinstance(upload, UploadFile) or not upload.filename:
-        return await _import_form(request, form, {"file": "Choose a file to import."}, 400)
+        return await _import_form(db, request, form, {"file": "Choose a file to import."}, 400)
     data = await upload.read()
     try:
         result = await case_io.import_cases(db, tenant, form["project_id"] or None, data, form["format"],
                                             dry_run=True)
     except DomainError as exc:
-        return await _import_form(request, form, {exc.field or "file": exc.detail}, 400)
+        return await _import_form(db, request, form, {exc.field or "file": exc.detail}, 400)
     # kept in the database, not on this replica's disk: any replica can confirm it
     token = await import_previews.keep(db, tenant, user_of(request).id, data, {**form, "name": upload.filename})
     project = await project_service.get_project(db, tenant, form["project_id"])
@@ -215,7 +216,7 @@ async def import_preview(request: AnyRequest, db: DatabaseDep) -> Template:
 
 @post("/import/confirm", status_code=303)
 async def import_confirm(request: AnyRequest, db: DatabaseDep) -> Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     form, _ = await form_of(request)
     token = form.get("token", "")
 
@@ -273,7 +274,7 @@ def _shown(version: Any, field: str, names: dict[str, str]) -> str:
 
 @get("/{case_id:str}/versions")
 async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     try:
         case = await case_service.get_case(db, tenant, case_id)
         versions, _ = await case_history.list_versions(db, tenant, case.id, limit=500)
@@ -323,7 +324,7 @@ async def versions_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> T
 @post("/{case_id:str}/move", status_code=303)
 async def move_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Redirect:
     """"Move to…" on the case page: files the case in another section (or in none)."""
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     form, _ = await form_of(request)
     try:
         case = await case_service.get_case(db, tenant, case_id)

@@ -11,12 +11,14 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import Conflict, DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, field_errors, form_of, not_found, render, tenant_of
 from tms.notifications import service as webhook_service
 from tms.notifications.events import EVENT_NAMES
 from tms.notifications.models import FORMATS, SubscriptionCreate, SubscriptionUpdate
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import needs_role, page_guard
 
 EVENT_HELP = {
@@ -69,23 +71,24 @@ def _errors(errors: dict[str, str]) -> dict[str, str]:
     return shown
 
 
-async def _previews(request: AnyRequest) -> dict[str, Any]:
-    previews = await webhook_service.previews(db_of(request), config_of(request), tenant_of(request))
+async def _previews(db: Database, config: Config, request: AnyRequest) -> dict[str, Any]:
+    previews = await webhook_service.previews(db, config, tenant_of(request))
     return {"previews": previews, "formats": FORMATS, "format_labels": FORMAT_LABELS, "format_names": FORMAT_NAMES}
 
 
-async def _list_page(request: AnyRequest, form: dict[str, Any] | None = None,
+async def _list_page(db: Database, config: Config, request: AnyRequest, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    subscriptions = await webhook_service.list_subscriptions(db_of(request), config_of(request), tenant_of(request))
+    subscriptions = await webhook_service.list_subscriptions(db, config, tenant_of(request))
     form = form or {"events": list(EVENT_NAMES[:2]), "active": True, "format": "standard", "environments": ""}
     return render(request, "webhooks/list.html", status_code=status_code, active_nav="settings",
                   settings_nav="webhooks", subscriptions=subscriptions, event_names=EVENT_NAMES,
-                  event_help=EVENT_HELP, form=form, errors=_errors(errors or {}), **await _previews(request))
+                  event_help=EVENT_HELP, form=form, errors=_errors(errors or {}),
+                  **await _previews(db, config, request))
 
 
 @get("/")
-async def webhooks_page(request: AnyRequest) -> Template:
-    return await _list_page(request)
+async def webhooks_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _list_page(db, config, request)
 
 
 @post("/", status_code=303)
@@ -105,12 +108,13 @@ async def create_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep
                         "Webhook created. Send a test ping to check the receiver.")
     if "url" in errors and "length" in errors["url"].lower():
         errors["url"] = "Enter the receiver's URL."
-    return await _list_page(request, form, errors, status_code=400)
+    return await _list_page(db, config, request, form, errors, status_code=400)
 
 
-async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str, Any] | None = None,
-                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, config, tenant = db_of(request), config_of(request), tenant_of(request)
+async def _detail_page(db: Database, config: Config, request: AnyRequest, subscription_id: str,
+                       form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
+                       status_code: int = 200) -> Template:
+    tenant = tenant_of(request)
     try:
         subscription = await webhook_service.get_subscription(db, config, tenant, subscription_id)
         deliveries = await webhook_service.list_deliveries(db, config, tenant, subscription_id, limit=50)
@@ -122,13 +126,13 @@ async def _detail_page(request: AnyRequest, subscription_id: str, form: dict[str
     template = render(request, "webhooks/detail.html", status_code=status_code, active_nav="settings",
                       settings_nav="webhooks", subscription=subscription, deliveries=deliveries,
                       event_names=EVENT_NAMES, event_help=EVENT_HELP, form=form, errors=_errors(errors or {}),
-                      pending=any(d.status == "pending" for d in deliveries), **await _previews(request))
+                      pending=any(d.status == "pending" for d in deliveries), **await _previews(db, config, request))
     return template
 
 
 @get("/{subscription_id:str}")
-async def webhook_page(request: AnyRequest, subscription_id: str) -> Template:
-    return await _detail_page(request, subscription_id)
+async def webhook_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep, subscription_id: str) -> Template:
+    return await _detail_page(db, config, request, subscription_id)
 
 
 @post("/{subscription_id:str}", status_code=303)
@@ -152,12 +156,13 @@ async def update_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep
             errors = field_errors(exc, "url")
         else:
             return done(request, f"/settings/webhooks/{subscription_id}", "Webhook saved.")
-    return await _detail_page(request, subscription_id, form, errors, status_code=400)
+    return await _detail_page(db, config, request, subscription_id, form, errors, status_code=400)
 
 
-async def _set_active(request: AnyRequest, subscription_id: str, active: bool) -> Redirect:
+async def _set_active(db: Database, config: Config, request: AnyRequest, subscription_id: str,
+                      active: bool) -> Redirect:
     try:
-        await webhook_service.update_subscription(db_of(request), config_of(request), tenant_of(request),
+        await webhook_service.update_subscription(db, config, tenant_of(request),
                                                   subscription_id, SubscriptionUpdate(active=active))
     except NotFound as exc:
         raise not_found("webhook") from exc
@@ -166,13 +171,13 @@ async def _set_active(request: AnyRequest, subscription_id: str, active: bool) -
 
 
 @post("/{subscription_id:str}/pause", status_code=303)
-async def pause_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
-    return await _set_active(request, subscription_id, False)
+async def pause_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep, subscription_id: str) -> Redirect:
+    return await _set_active(db, config, request, subscription_id, False)
 
 
 @post("/{subscription_id:str}/resume", status_code=303)
-async def resume_webhook(request: AnyRequest, subscription_id: str) -> Redirect:
-    return await _set_active(request, subscription_id, True)
+async def resume_webhook(request: AnyRequest, db: DatabaseDep, config: ConfigDep, subscription_id: str) -> Redirect:
+    return await _set_active(db, config, request, subscription_id, True)
 
 
 @post("/{subscription_id:str}/delete", status_code=303)

@@ -6,10 +6,11 @@ from litestar import Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import Stream
 
+from tms.db import Database
 from tms.http.api_auth import ApiRequest, requires
 from tms.reports import service
 from tms.reports.models import REPORT_FORMATS, ExportFormat, ReportEnvelope, ReportFormat, ReportKind
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 
 _REPORT_DESCRIPTION = (
     "`format`: `json` (default: `{data: Report}`), `html` (one self-contained file: inline CSS and SVG, "
@@ -24,9 +25,9 @@ _RESPONSES = {200: ResponseSpec(data_container=ReportEnvelope, description="The 
                                 "format=html, pdf and csv answer text/html, application/pdf and text/csv")}
 
 
-async def _report(request: ApiRequest, kind: ReportKind, target_id: str, fmt: str) -> Response[object]:
+async def _report(db: Database, request: ApiRequest, kind: ReportKind, target_id: str, fmt: str) -> Response[object]:
     service.check_format(fmt, REPORT_FORMATS)
-    report = await service.build(db_of(request), request.user.tenant_id, kind, target_id)
+    report = await service.build(db, request.user.tenant_id, kind, target_id)
     if fmt == "json":
         return Response(ReportEnvelope(data=report))
     rendered = await service.render(report, fmt)
@@ -38,21 +39,24 @@ async def _report(request: ApiRequest, kind: ReportKind, target_id: str, fmt: st
 @get("/runs/{run_id:str}/report", **requires("read"), summary="A run's report: json, html, pdf or csv",
      description=_REPORT_DESCRIPTION + " A run's report adds the trend against the previous run of the same "
      "project and environment.", responses=_RESPONSES)
-async def run_report(request: ApiRequest, run_id: str, format: ReportFormat = "json") -> Response[object]:
-    return await _report(request, "run", run_id, format)
+async def run_report(request: ApiRequest, db: DatabaseDep, run_id: str,
+                     format: ReportFormat = "json") -> Response[object]:
+    return await _report(db, request, "run", run_id, format)
 
 
 @get("/plans/{plan_id:str}/report", **requires("read"), summary="A test plan's report: json, html, pdf or csv",
      description=_REPORT_DESCRIPTION, responses=_RESPONSES)
-async def plan_report(request: ApiRequest, plan_id: str, format: ReportFormat = "json") -> Response[object]:
-    return await _report(request, "plan", plan_id, format)
+async def plan_report(request: ApiRequest, db: DatabaseDep, plan_id: str,
+                      format: ReportFormat = "json") -> Response[object]:
+    return await _report(db, request, "plan", plan_id, format)
 
 
 @get("/milestones/{milestone_id:str}/report", **requires("read"),
      summary="A milestone's report: json, html, pdf or csv", description=_REPORT_DESCRIPTION,
      responses=_RESPONSES)
-async def milestone_report(request: ApiRequest, milestone_id: str, format: ReportFormat = "json") -> Response[object]:
-    return await _report(request, "milestone", milestone_id, format)
+async def milestone_report(request: ApiRequest, db: DatabaseDep, milestone_id: str,
+                           format: ReportFormat = "json") -> Response[object]:
+    return await _report(db, request, "milestone", milestone_id, format)
 
 
 @get("/runs/{run_id:str}/export", **requires("read"),

@@ -10,33 +10,34 @@ from __future__ import annotations
 import msgspec
 from litestar import Response, Router, get
 
+from tms.db import Database
 from tms.errors import NotFound
 from tms.http.pages import AnyRequest, not_found, tenant_of
 from tms.reports import html, service
 from tms.reports.models import REPORT_FORMATS, Report, ReportEnvelope, ReportKind
-from tms.state import db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import page_guard
 
 _PLURAL = {"run": "runs", "plan": "plans", "milestone": "milestones"}
 
 
-async def _build(request: AnyRequest, kind: ReportKind, target_id: str) -> Report:
+async def _build(db: Database, request: AnyRequest, kind: ReportKind, target_id: str) -> Report:
     try:
-        return await service.build(db_of(request), tenant_of(request), kind, target_id)
+        return await service.build(db, tenant_of(request), kind, target_id)
     except NotFound:
         raise not_found(kind) from None
 
 
-async def _page(request: AnyRequest, kind: ReportKind, target_id: str) -> Response[str]:
-    report = await _build(request, kind, target_id)
+async def _page(db: Database, request: AnyRequest, kind: ReportKind, target_id: str) -> Response[str]:
+    report = await _build(db, request, kind, target_id)
     base = f"/{_PLURAL[kind]}/{report.id}"
     body = html.render_text(report, page={"download": f"{base}/report/download", "back": base})
     return Response(body, media_type="text/html; charset=utf-8")
 
 
-async def _download(request: AnyRequest, kind: ReportKind, target_id: str, fmt: str) -> Response[bytes]:
+async def _download(db: Database, request: AnyRequest, kind: ReportKind, target_id: str, fmt: str) -> Response[bytes]:
     service.check_format(fmt, REPORT_FORMATS)
-    report = await _build(request, kind, target_id)
+    report = await _build(db, request, kind, target_id)
     if fmt == "json":
         body, media_type = msgspec.json.encode(ReportEnvelope(data=report)), "application/json"
         filename = f"{kind}-{report.id}-report.json"
@@ -48,33 +49,36 @@ async def _download(request: AnyRequest, kind: ReportKind, target_id: str, fmt: 
 
 
 @get("/runs/{run_id:str}/report")
-async def run_report_page(request: AnyRequest, run_id: str) -> Response[str]:
-    return await _page(request, "run", run_id)
+async def run_report_page(request: AnyRequest, db: DatabaseDep, run_id: str) -> Response[str]:
+    return await _page(db, request, "run", run_id)
 
 
 @get("/plans/{plan_id:str}/report")
-async def plan_report_page(request: AnyRequest, plan_id: str) -> Response[str]:
-    return await _page(request, "plan", plan_id)
+async def plan_report_page(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Response[str]:
+    return await _page(db, request, "plan", plan_id)
 
 
 @get("/milestones/{milestone_id:str}/report")
-async def milestone_report_page(request: AnyRequest, milestone_id: str) -> Response[str]:
-    return await _page(request, "milestone", milestone_id)
+async def milestone_report_page(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Response[str]:
+    return await _page(db, request, "milestone", milestone_id)
 
 
 @get("/runs/{run_id:str}/report/download")
-async def run_report_download(request: AnyRequest, run_id: str, format: str = "html") -> Response[bytes]:
-    return await _download(request, "run", run_id, format)
+async def run_report_download(request: AnyRequest, db: DatabaseDep, run_id: str,
+                              format: str = "html") -> Response[bytes]:
+    return await _download(db, request, "run", run_id, format)
 
 
 @get("/plans/{plan_id:str}/report/download")
-async def plan_report_download(request: AnyRequest, plan_id: str, format: str = "html") -> Response[bytes]:
-    return await _download(request, "plan", plan_id, format)
+async def plan_report_download(request: AnyRequest, db: DatabaseDep, plan_id: str,
+                               format: str = "html") -> Response[bytes]:
+    return await _download(db, request, "plan", plan_id, format)
 
 
 @get("/milestones/{milestone_id:str}/report/download")
-async def milestone_report_download(request: AnyRequest, milestone_id: str, format: str = "html") -> Response[bytes]:
-    return await _download(request, "milestone", milestone_id, format)
+async def milestone_report_download(request: AnyRequest, db: DatabaseDep, milestone_id: str,
+                                    format: str = "html") -> Response[bytes]:
+    return await _download(db, request, "milestone", milestone_id, format)
 
 
 def router() -> Router:

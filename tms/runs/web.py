@@ -12,6 +12,7 @@ from litestar.response import Redirect, Response, Template
 
 from tms.attachments import service as attachment_service
 from tms.attachments.api import attachment_file
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.failures import service as failure_service
 from tms.http.pages import (
@@ -38,7 +39,7 @@ from tms.runs.executions import service as executions
 from tms.runs.models import RUN_STATUSES, RunCreate, RunRerun, RunUpdate
 from tms.runs.results import service as result_service
 from tms.runs.statuses import RESULT_STATUSES, counted
-from tms.state import ConfigDep, DatabaseDep, app_state, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state
 from tms.team import service as team
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
@@ -57,7 +58,7 @@ def bar_segments(counts: Any) -> list[tuple[str, int, float]]:
 @get("/runs")
 async def list_runs(request: AnyRequest, db: DatabaseDep, offset: int = 0, project_id: str | None = None,
                     status: str | None = None) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     status = status if status in RUN_STATUSES else None
     offset = page_offset(offset)
     runs, total = await run_service.list_runs_newest(db, tenant, project_id=project_id or None, status=status,
@@ -71,9 +72,9 @@ async def list_runs(request: AnyRequest, db: DatabaseDep, offset: int = 0, proje
                   pager_query=urlencode({k: v for k, v in query.items() if v}), filtered=any(query.values()))
 
 
-async def _run_or_404(request: AnyRequest, run_id: str) -> Any:
+async def _run_or_404(db: Database, request: AnyRequest, run_id: str) -> Any:
     try:
-        return await run_service.get_run(db_of(request), tenant_of(request), run_id)
+        return await run_service.get_run(db, tenant_of(request), run_id)
     except NotFound as exc:
         raise not_found("run") from exc
 
@@ -83,8 +84,8 @@ async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: st
                    unlinked_offset: int = 0, assignee: str | None = None) -> Template:
     """Linked and unlinked results each a page at a time (``offset``, ``unlinked_offset``); filters by
     status and assignee (a user id, "me", or "none" for the unassigned)."""
-    db, tenant = db, tenant_of(request)
-    run = await _run_or_404(request, run_id)
+    tenant = tenant_of(request)
+    run = await _run_or_404(db, request, run_id)
     status = status if status in RESULT_STATUSES else None
     offset, unlinked_offset = page_offset(offset), page_offset(unlinked_offset)
     members = await team.list_users(db, tenant)
@@ -124,7 +125,7 @@ async def run_page(request: AnyRequest, db: DatabaseDep, run_id: str, status: st
 @post("/runs/{run_id:str}/complete", status_code=303)
 async def complete_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Redirect:
     """Through the runs service, so test_run.completed fires exactly as it does for PATCH."""
-    run = await _run_or_404(request, run_id)
+    run = await _run_or_404(db, request, run_id)
     single, _ = await form_of(request)
     summary = single.get("summary", "").strip()[:20_000] or None
     if run.status == "COMPLETED":
@@ -137,12 +138,12 @@ async def complete_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Red
 RERUN_DEFAULT = ("FAILED", "BROKEN", "UNKNOWN")  # shown as Failed, Blocked, Untested
 
 
-async def _edit_page(request: AnyRequest, run: Any, *, form: dict[str, Any] | None = None,
+async def _edit_page(db: Database, request: AnyRequest, run: Any, *, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, rerun_form: dict[str, Any] | None = None,
                      rerun_errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     """Edit a run (name, environment, milestone) and rerun its failures: one page, two forms, each
     re-rendered with what was typed when it fails."""
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     try:
         project = await project_service.get_project(db, tenant, run.project_id)
     except NotFound:
@@ -160,14 +161,14 @@ async def _edit_page(request: AnyRequest, run: Any, *, form: dict[str, Any] | No
 
 
 @get("/runs/{run_id:str}/edit")
-async def edit_run_page(request: AnyRequest, run_id: str) -> Template:
-    return await _edit_page(request, await _run_or_404(request, run_id))
+async def edit_run_page(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template:
+    return await _edit_page(db, request, await _run_or_404(db, request, run_id))
 
 
 @post("/runs/{run_id:str}/edit", status_code=303)
 async def edit_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
     """Through the runs service's PATCH: name, environment and milestone."""
-    run = await _run_or_404(request, run_id)
+    run = await _run_or_404(db, request, run_id)
     single, _ = await form_of(request)
     form = {key: single.get(key, "") for key in ("name", "environment", "milestone_id")}
     body, errors = convert(RunUpdate, {"name": form["name"].strip(), "environment": form["environment"].strip() or None,
@@ -179,13 +180,13 @@ async def edit_run(request: AnyRequest, db: DatabaseDep, run_id: str) -> Templat
             errors = field_errors(exc, "name")
         else:
             return done(request, f"/runs/{updated.id}", f"Run “{updated.name}” saved.")
-    return await _edit_page(request, run, form=form, errors=errors, status_code=400)
+    return await _edit_page(db, request, run, form=form, errors=errors, status_code=400)
 
 
 @post("/runs/{run_id:str}/rerun", status_code=303)
 async def rerun(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
     """A new run of the cases whose result had one of the ticked statuses (Failed, Blocked, Untested by default)."""
-    run = await _run_or_404(request, run_id)
+    run = await _run_or_404(db, request, run_id)
     single, multi = await form_of(request)
     statuses, name = multi.get("statuses", []), single.get("name", "")
     form: dict[str, Any] = {"statuses": statuses, "name": name}
@@ -199,7 +200,7 @@ async def rerun(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template |
             return done(request, f"/runs/{new.id}", f"Run “{new.name}” created with {new.counts.total} cases.")
     if "statuses" in errors and not statuses:
         errors["statuses"] = "Tick at least one status."
-    return await _edit_page(request, run, rerun_form=form, rerun_errors=errors, status_code=400)
+    return await _edit_page(db, request, run, rerun_form=form, rerun_errors=errors, status_code=400)
 
 
 def _filters_from(values: Any, prefix: str = "") -> case_search.CaseQuery:
@@ -222,11 +223,11 @@ MAX_CASES = 50_000
 FILTER_FIELDS = ("q", "project_id", "status", "automation_status", "priority", "layer", "tag", "section_id", "sub")
 
 
-async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] | None = None,
+async def _picker(db: Database, request: AnyRequest, *, run: Any = None, form: dict[str, Any] | None = None,
                   errors: dict[str, str] | None = None, status_code: int = 200,
                   filters: case_search.CaseQuery | None = None) -> Template:
     """The case picker: the new-run form, or "Add cases" to an open run."""
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     filters = filters or _filters_from(request.query_params)
     if run is not None:
         filters = dataclasses.replace(filters, project_id=run.project_id)
@@ -251,14 +252,15 @@ async def _picker(request: AnyRequest, *, run: Any = None, form: dict[str, Any] 
 
 
 @get("/runs/new")
-async def new_run_page(request: AnyRequest) -> Template:
-    return await _picker(request)
+async def new_run_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    return await _picker(db, request)
 
 
-async def _chosen_cases(request: AnyRequest, single: dict[str, str], multi: dict[str, list[str]]) -> list[str]:
+async def _chosen_cases(db: Database, request: AnyRequest, single: dict[str, str],
+                        multi: dict[str, list[str]]) -> list[str]:
     if single.get("all_matching"):
         filters = _filters_from(single, "f_")
-        return (await case_search.matching_ids(db_of(request), tenant_of(request), filters))[:MAX_CASES]
+        return (await case_search.matching_ids(db, tenant_of(request), filters))[:MAX_CASES]
     return list(dict.fromkeys(multi.get("case_ids", [])))
 
 
@@ -281,8 +283,8 @@ async def create_run(request: AnyRequest, db: DatabaseDep) -> Template | Redirec
         errors["environment"] = "At most 100 characters."
     filters = _filters_from(single, "f_")
     if errors:
-        return await _picker(request, form=form, errors=errors, status_code=400, filters=filters)
-    case_ids = await _chosen_cases(request, single, multi)
+        return await _picker(db, request, form=form, errors=errors, status_code=400, filters=filters)
+    case_ids = await _chosen_cases(db, request, single, multi)
     try:
         run = await run_service.create_run(db, tenant_of(request), RunCreate(
             name=name.strip(), project_id=project_id,
@@ -290,29 +292,29 @@ async def create_run(request: AnyRequest, db: DatabaseDep) -> Template | Redirec
             milestone_id=milestone_id or None))
     except DomainError as exc:
         field = {"test_case_ids": "case_ids"}.get(exc.field or "", exc.field or "name")
-        return await _picker(request, form=form, errors={field: exc.detail}, status_code=400, filters=filters)
+        return await _picker(db, request, form=form, errors={field: exc.detail}, status_code=400, filters=filters)
     return done(request, f"/runs/{run.id}", f"Run “{run.name}” created with {run.counts.total} cases.")
 
 
 @get("/runs/{run_id:str}/add")
-async def add_cases_page(request: AnyRequest, run_id: str) -> Template:
-    return await _picker(request, run=await _run_or_404(request, run_id))
+async def add_cases_page(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template:
+    return await _picker(db, request, run=await _run_or_404(db, request, run_id))
 
 
 @post("/runs/{run_id:str}/add", status_code=303)
 async def add_cases(request: AnyRequest, db: DatabaseDep, run_id: str) -> Template | Redirect:
-    run = await _run_or_404(request, run_id)
+    run = await _run_or_404(db, request, run_id)
     single, multi = await form_of(request)
-    case_ids = await _chosen_cases(request, single, {**multi})
+    case_ids = await _chosen_cases(db, request, single, {**multi})
     if not case_ids:
-        return await _picker(request, run=run, errors={"case_ids": "Tick at least one case, or “all matching”."},
+        return await _picker(db, request, run=run,
+                             errors={"case_ids": "Tick at least one case, or “all matching”."},
                              status_code=400, filters=_filters_from(single, "f_"))
     try:
-        db = db
         async with db.transaction() as tx:
             added = await run_service.add_cases_to_run(tx, tenant_of(request), run.id, case_ids)
     except DomainError as exc:
-        return await _picker(request, run=run, errors={"case_ids": exc.detail}, status_code=400,
+        return await _picker(db, request, run=run, errors={"case_ids": exc.detail}, status_code=400,
                              filters=_filters_from(single, "f_"))
     return done(request, f"/runs/{run.id}", f"{added} case{'s' if added != 1 else ''} added to the run.")
 
@@ -320,13 +322,13 @@ async def add_cases(request: AnyRequest, db: DatabaseDep, run_id: str) -> Templa
 @post("/runs/{run_id:str}/bulk", status_code=303)
 async def bulk_results(request: AnyRequest, db: DatabaseDep, config: ConfigDep, run_id: str) -> Redirect:
     """The run page's selection: assign the ticked results to someone (or nobody), or remove them."""
-    run = await _run_or_404(request, run_id)
+    run = await _run_or_404(db, request, run_id)
     single, multi = await form_of(request)
     result_ids = list(dict.fromkeys(multi.get("result_ids", [])))
     back = f"/runs/{run.id}" + (("?" + single["back"]) if single.get("back") else "")
     if not result_ids:
         return done(request, back, "Select at least one result first.", "error")
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     try:
         if single.get("action") == "remove":
             rows = await db.fetch_all(

@@ -12,10 +12,11 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
 from tms.notifications.inbox import service as inbox
-from tms.state import ConfigDep, DatabaseDep, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team import links
 from tms.team import service as team
 from tms.team.signin.session import needs_role, page_guard
@@ -29,9 +30,9 @@ def _errors_of(exc: DomainError, default: str) -> dict[str, str]:
     return dict(exc.fields) if isinstance(exc, team.FormErrors) else {exc.field or default: exc.detail}
 
 
-async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
-                     status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def _team_page(db: Database, request: AnyRequest, *, form: dict[str, Any] | None = None,
+                     errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+    tenant = tenant_of(request)
     issued = request.session.pop(_LINK_KEY, None) if request.method == "GET" else None
     members = await team.list_users(db, tenant)
     template = render(request, "team/index.html", status_code=status_code, active_nav="settings",
@@ -44,8 +45,8 @@ async def _team_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
 
 
 @get("/team")
-async def team_page(request: AnyRequest) -> Template:
-    return await _team_page(request)
+async def team_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    return await _team_page(db, request)
 
 
 @post("/team/invite", status_code=303)
@@ -57,7 +58,7 @@ async def invite(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Tem
         link = await links.invite(db, config, user.tenant_id, user.tenant_name,
                                   user.id, form["email"], form["role"])
     except DomainError as exc:
-        return await _team_page(request, form=form, errors=_errors_of(exc, "email"), status_code=400)
+        return await _team_page(db, request, form=form, errors=_errors_of(exc, "email"), status_code=400)
     request.session[_LINK_KEY] = {"kind": "invitation", "email": form["email"].strip(), "url": link.url,
                                   "expires_at": link.expires_at, "mailed": link.mailed}
     return done(request, "/settings/team", f"Invitation for {form['email'].strip()} created.")
@@ -72,22 +73,22 @@ async def revoke_invitation(request: AnyRequest, db: DatabaseDep, link_id: str) 
     return done(request, "/settings/team", "Invitation revoked; its link no longer works.")
 
 
-async def _confirm_page(request: AnyRequest, user_id: str, *, action: str, role: str = "") -> Template:
+async def _confirm_page(db: Database, request: AnyRequest, user_id: str, *, action: str, role: str = "") -> Template:
     """What deactivating or demoting the member would revoke, with the button that does it."""
     try:
-        revocation = await team.what_is_revoked(db_of(request), tenant_of(request), user_id)
-        member = await team.get_member(db_of(request), tenant_of(request), user_id)
+        revocation = await team.what_is_revoked(db, tenant_of(request), user_id)
+        member = await team.get_member(db, tenant_of(request), user_id)
     except NotFound as exc:
         raise not_found("user") from exc
     return render(request, "team/confirm.html", active_nav="settings", settings_nav="team", member=member,
                   action=action, role=role, revocation=revocation)
 
 
-async def _needs_confirmation(request: AnyRequest, user_id: str, confirmed: bool) -> bool:
+async def _needs_confirmation(db: Database, request: AnyRequest, user_id: str, confirmed: bool) -> bool:
     if confirmed:
         return False
     try:
-        return (await team.what_is_revoked(db_of(request), tenant_of(request), user_id)).revokes_anything_issued
+        return (await team.what_is_revoked(db, tenant_of(request), user_id)).revokes_anything_issued
     except NotFound as exc:
         raise not_found("user") from exc
 
@@ -98,10 +99,10 @@ async def change_role(request: AnyRequest, db: DatabaseDep, user_id: str) -> Tem
     role = single.get("role", "")
     me = user_of(request)
     if (role in team.ASSIGNABLE_ROLES and team.below_admin(role)
-            and await _needs_confirmation(request, user_id, single.get("confirmed") == "1")):
+            and await _needs_confirmation(db, request, user_id, single.get("confirmed") == "1")):
         member = await team.get_member(db, tenant_of(request), user_id)
         if member is not None and member["role"] not in ("owner", role):
-            return await _confirm_page(request, user_id, action="role", role=role)
+            return await _confirm_page(db, request, user_id, action="role", role=role)
     try:
         changed = await team.change_role(db, tenant_of(request), me.id, user_id, role,
                                          keep_session=current_session_key(request))
@@ -115,16 +116,16 @@ async def change_role(request: AnyRequest, db: DatabaseDep, user_id: str) -> Tem
 
 
 @get("/team/{user_id:str}/deactivate")
-async def deactivate_page(request: AnyRequest, user_id: str) -> Template:
-    return await _confirm_page(request, user_id, action="deactivate")
+async def deactivate_page(request: AnyRequest, db: DatabaseDep, user_id: str) -> Template:
+    return await _confirm_page(db, request, user_id, action="deactivate")
 
 
 @post("/team/{user_id:str}/active", status_code=303)
 async def set_active(request: AnyRequest, db: DatabaseDep, user_id: str) -> Template | Redirect:
     single, _ = await form_of(request)
     active = single.get("active") == "1"
-    if not active and await _needs_confirmation(request, user_id, single.get("confirmed") == "1"):
-        return await _confirm_page(request, user_id, action="deactivate")
+    if not active and await _needs_confirmation(db, request, user_id, single.get("confirmed") == "1"):
+        return await _confirm_page(db, request, user_id, action="deactivate")
     try:
         await team.set_active(db, tenant_of(request), user_of(request).id, user_id, active)
     except NotFound as exc:
@@ -154,10 +155,10 @@ def _renew_session(request: AnyRequest, user_id: str) -> None:
 
 # --- public: accept an invitation, set a new password ------------------------------------------------
 
-async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict[str, Any] | None = None,
+async def _link_page(db: Database, request: AnyRequest, secret: str, kind: str, *, form: dict[str, Any] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     try:
-        link = await links.open_link(db_of(request), secret, kind)
+        link = await links.open_link(db, secret, kind)
     except NotFound as exc:
         return Template("team/link_invalid.html", context={"message": exc.detail}, status_code=404)
     template = "team/accept.html" if kind == "invitation" else "team/reset.html"
@@ -169,8 +170,8 @@ async def _link_page(request: AnyRequest, secret: str, kind: str, *, form: dict[
 
 
 @get("/invitations/{secret:str}", include_in_schema=False)
-async def accept_page(request: AnyRequest, secret: str) -> Template:
-    return await _link_page(request, secret, "invitation")
+async def accept_page(request: AnyRequest, db: DatabaseDep, secret: str) -> Template:
+    return await _link_page(db, request, secret, "invitation")
 
 
 @post("/invitations/{secret:str}", include_in_schema=False, status_code=303)
@@ -181,17 +182,17 @@ async def accept(request: AnyRequest, db: DatabaseDep, secret: str) -> Template 
         user = await links.accept_invitation(db, secret, single.get("name", ""),
                                              single.get("password", ""), single.get("password_confirm", ""))
     except NotFound:
-        return await _link_page(request, secret, "invitation")
+        return await _link_page(db, request, secret, "invitation")
     except DomainError as exc:
-        return await _link_page(request, secret, "invitation", form=form, errors=_errors_of(exc, "name"),
+        return await _link_page(db, request, secret, "invitation", form=form, errors=_errors_of(exc, "name"),
                                 status_code=400)
     _renew_session(request, user["id"])
     return done(request, "/", "Welcome! Your account is ready.")
 
 
 @get("/password-reset/{secret:str}", include_in_schema=False)
-async def reset_page(request: AnyRequest, secret: str) -> Template:
-    return await _link_page(request, secret, "reset")
+async def reset_page(request: AnyRequest, db: DatabaseDep, secret: str) -> Template:
+    return await _link_page(db, request, secret, "reset")
 
 
 @post("/password-reset/{secret:str}", include_in_schema=False, status_code=303)
@@ -201,26 +202,26 @@ async def reset(request: AnyRequest, db: DatabaseDep, secret: str) -> Template |
         user = await links.use_reset(db, secret, single.get("password", ""),
                                      single.get("password_confirm", ""))
     except NotFound:
-        return await _link_page(request, secret, "reset")
+        return await _link_page(db, request, secret, "reset")
     except DomainError as exc:
-        return await _link_page(request, secret, "reset", errors=_errors_of(exc, "password"), status_code=400)
+        return await _link_page(db, request, secret, "reset", errors=_errors_of(exc, "password"), status_code=400)
     _renew_session(request, user["id"])
     return done(request, "/", "Your new password is set.")
 
 
 # --- own account ---------------------------------------------------------------------------------------
 
-async def _account_page(request: AnyRequest, *, form: dict[str, Any] | None = None,
+async def _account_page(db: Database, request: AnyRequest, *, form: dict[str, Any] | None = None,
                         errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     user = user_of(request)
     return render(request, "team/account.html", status_code=status_code, active_nav="account",
                   form=form or {"name": user.name}, errors=errors or {},
-                  notify_mail=await inbox.mail_switch(db_of(request), user.id))
+                  notify_mail=await inbox.mail_switch(db, user.id))
 
 
 @get("/account")
-async def account_page(request: AnyRequest) -> Template:
-    return await _account_page(request)
+async def account_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    return await _account_page(db, request)
 
 
 @post("/account", status_code=303, **needs_role("viewer"))
@@ -234,7 +235,7 @@ async def update_account(request: AnyRequest, db: DatabaseDep) -> Template | Red
             new_password=single.get("new_password", ""), confirm=single.get("confirm", ""),
             keep_session=current_session_key(request))
     except DomainError as exc:
-        return await _account_page(request, form=form, errors=_errors_of(exc, "name"), status_code=400)
+        return await _account_page(db, request, form=form, errors=_errors_of(exc, "name"), status_code=400)
     if changed["password"]:
         _renew_session(request, user.id)
         return done(request, "/account", "Saved. Your other sessions were ended.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import delete, get, patch, post
 from litestar.params import JSONBody
 
+from tms.db import Database
 from tms.errors import InvalidInput
 from tms.http.api_auth import ApiRequest, requires
 from tms.library.cases import history as case_history
@@ -12,7 +13,7 @@ from tms.library.cases import search as case_search
 from tms.library.cases import service as case_service
 from tms.library.cases import update as case_update
 from tms.library.cases.models import CaseCreate, CaseEnvelope, CaseList, CaseUpdate, CaseVersionList
-from tms.state import DatabaseDep, app_state, db_of
+from tms.state import DatabaseDep, app_state
 
 
 @get(
@@ -53,7 +54,7 @@ async def list_cases(
         project_id=project_id, status=status, priority=priority, automation_status=automation_status, layer=layer,
         q=q, tags=tuple(tag or ()), section_id=section_id, include_subsections=include_subsections,
         needs_retest=needs_retest, sort=sort, descending=order == "desc", fields=field_filters(request),
-        review=review, reviewer_id=await _reviewer(request, reviewer_id),
+        review=review, reviewer_id=await _reviewer(db, request, reviewer_id),
     )
     cases, pagination = await case_search.list_cases(
         db, request.user.tenant_id, limit=limit, offset=offset, query=query
@@ -61,11 +62,11 @@ async def list_cases(
     return CaseList(data=cases, pagination=pagination)
 
 
-async def _reviewer(request: ApiRequest, reviewer_id: str | None) -> str | None:
+async def _reviewer(db: Database, request: ApiRequest, reviewer_id: str | None) -> str | None:
     """``me`` is the token's creator (a token nobody created matches no reviewer)."""
     if reviewer_id != "me":
         return reviewer_id
-    return await case_service.actor_user_id(db_of(request), request.user.tenant_id) or ""
+    return await case_service.actor_user_id(db, request.user.tenant_id) or ""
 
 
 def field_filters(request: ApiRequest) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -15,6 +15,7 @@ from litestar.response import Redirect, Template
 from markupsafe import Markup, escape
 
 from tms.attachments import service as attachment_service
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
@@ -35,7 +36,7 @@ from tms.library.projects import service as project_service
 from tms.library.sections import service as section_service
 from tms.library.sections.models import Section
 from tms.library.shared_steps import service as shared_service
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 from tms.team.audit import service as audit
 from tms.team.signin.session import page_guard
 
@@ -192,7 +193,7 @@ def section_options(pickable: list[tuple[str, list[tuple[str, str]]]], *, prefix
 
 @get("/")
 async def list_cases(request: AnyRequest, db: DatabaseDep) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     view = list_view(request)
     try:
         cases, pagination = await case_search.list_cases(db, tenant, limit=view.limit, offset=view.offset,
@@ -227,29 +228,30 @@ async def list_cases(request: AnyRequest, db: DatabaseDep) -> Template:
     )
 
 
-async def _form_fields(request: AnyRequest, form: dict[str, str], multi: dict[str, list[str]],
+async def _form_fields(db: Database, request: AnyRequest, form: dict[str, str], multi: dict[str, list[str]],
                        data: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
     """Adds the `cf.<key>` inputs of the chosen project's active fields to ``data`` as ``custom_fields``;
     returns the form as a re-rendered page shows it (a multiselect's ticks as a list)."""
-    fields = await field_service.fields_of(db_of(request), tenant_of(request), form.get("project_id") or None)
+    fields = await field_service.fields_of(db, tenant_of(request), form.get("project_id") or None)
     values, field_errors = field_values.values_from_form(fields, form, multi)
     data["custom_fields"] = values
     errors.update(field_errors)
     return {**form, **field_values.form_values(fields, {k: v for k, v in values.items() if isinstance(v, list)})}
 
 
-async def _form_page(request: AnyRequest, *, case: Any = None, form: dict[str, Any], errors: dict[str, str],
-                     status_code: int = 200) -> Template:
-    projects = await project_service.list_projects(db_of(request), tenant_of(request))
-    fields = await field_service.fields_of(db_of(request), tenant_of(request), form.get("project_id") or None)
+async def _form_page(db: Database, request: AnyRequest, *, case: Any = None, form: dict[str, Any],
+                     errors: dict[str, str], status_code: int = 200) -> Template:
+    tenant = tenant_of(request)
+    projects = await project_service.list_projects(db, tenant)
+    fields = await field_service.fields_of(db, tenant, form.get("project_id") or None)
     gherkin_errors: list[tuple[int | None, str]] = []
     if "bdd_content" in errors:
         gherkin_errors = error_lines(errors["bdd_content"])
     bad_lines = {line for line, _ in gherkin_errors if line}
     preview = highlight(form.get("bdd_content", "")) if bad_lines else []
-    pickable = await section_service.pickable(db_of(request), tenant_of(request), projects)
+    pickable = await section_service.pickable(db, tenant, projects)
     # the editor offers the names of the case's project's shared steps (`* shared: <name>`)
-    shared_names = (await shared_service.names(db_of(request), tenant_of(request), form["project_id"])
+    shared_names = (await shared_service.names(db, tenant, form["project_id"])
                     if form.get("project_id") else [])
     return render(request, "cases/form.html", status_code=status_code, active_nav="cases", case=case,
                   shared_names=shared_names,
@@ -264,14 +266,14 @@ async def new_case_page(request: AnyRequest, db: DatabaseDep) -> Template:
     form = {"bdd_content": EXAMPLE, "project_id": active.id if active else "", "status": "DRAFT",
             "priority": "MEDIUM", "automation_status": "MANUAL",
             "section_id": request.query_params.get("section_id") or ""}
-    return await _form_page(request, form=form, errors={})
+    return await _form_page(db, request, form=form, errors={})
 
 
 @post("/new", status_code=303)
 async def create_case(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
     form, multi = await form_of(request)
     data, errors = case_form.case_data(form)
-    shown = await _form_fields(request, form, multi, data, errors)
+    shown = await _form_fields(db, request, form, multi, data, errors)
     body, errors2 = convert(CaseCreate, data)
     errors = case_form.humane_case_errors({**errors2, **errors})
     if body is not None and not errors:
@@ -281,27 +283,27 @@ async def create_case(request: AnyRequest, db: DatabaseDep) -> Template | Redire
             errors = {exc.field or "title": exc.detail}
         else:
             return done(request, f"/cases/{case.code}", f"Test case {case.code} created.")
-    return await _form_page(request, form=shown, errors=errors, status_code=400)
+    return await _form_page(db, request, form=shown, errors=errors, status_code=400)
 
 
-async def _case_or_404(request: AnyRequest, case_id: str) -> Any:
+async def _case_or_404(db: Database, request: AnyRequest, case_id: str) -> Any:
     try:
-        return await case_service.get_case(db_of(request), tenant_of(request), case_id)
+        return await case_service.get_case(db, tenant_of(request), case_id)
     except NotFound as exc:
         raise not_found("test case") from exc
 
 
 @get("/{case_id:str}")
-async def case_page(request: AnyRequest, case_id: str, comments_offset: int = 0) -> Template:
-    return await render_case_page(request, case_id, comments_offset=comments_offset)
+async def case_page(request: AnyRequest, db: DatabaseDep, case_id: str, comments_offset: int = 0) -> Template:
+    return await render_case_page(db, request, case_id, comments_offset=comments_offset)
 
 
-async def render_case_page(request: AnyRequest, case_id: str, *, review_form: dict[str, str] | None = None,
-                           review_errors: dict[str, str] | None = None, status_code: int = 200,
-                           comments_offset: int = 0) -> Template:
+async def render_case_page(db: Database, request: AnyRequest, case_id: str, *,
+                           review_form: dict[str, str] | None = None, review_errors: dict[str, str] | None = None,
+                           status_code: int = 200, comments_offset: int = 0) -> Template:
     """The case page; the review forms (tms.library.cases.review.web) re-render it with their input and errors."""
-    db, tenant = db_of(request), tenant_of(request)
-    case = await _case_or_404(request, case_id)
+    tenant = tenant_of(request)
+    case = await _case_or_404(db, request, case_id)
     project = None
     if case.project_id:
         try:
@@ -328,22 +330,22 @@ async def render_case_page(request: AnyRequest, case_id: str, *, review_form: di
                   lines=highlight(text), shared_lines=shared_line_numbers(text), history=history, retest=retest,
                   versions=versions, pickable=pickable, section_path=section_path, changes=changes, people=people,
                   reviewers=reviewers, review_form=review_form or {}, review_errors=review_errors or {}, **CHOICES,
-                  **await thread_context(request, "case", case.id, comments_offset))
+                  **await thread_context(db, request, "case", case.id, comments_offset))
 
 
 @get("/{case_id:str}/edit")
 async def edit_case_page(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template:
-    case = await _case_or_404(request, case_id)
+    case = await _case_or_404(db, request, case_id)
     fields = await field_service.fields_of(db, tenant_of(request), case.project_id)
-    return await _form_page(request, case=case, form=case_form.form_from_case(case, fields), errors={})
+    return await _form_page(db, request, case=case, form=case_form.form_from_case(case, fields), errors={})
 
 
 @post("/{case_id:str}/edit", status_code=303)
 async def edit_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Template | Redirect:
-    case = await _case_or_404(request, case_id)
+    case = await _case_or_404(db, request, case_id)
     form, multi = await form_of(request)
     data, errors = case_form.case_data(form)
-    shown = await _form_fields(request, form, multi, data, errors)
+    shown = await _form_fields(db, request, form, multi, data, errors)
     data.setdefault("code", case.code)
     body, errors2 = convert(CaseUpdate, data)
     errors = case_form.humane_case_errors({**errors2, **errors})
@@ -358,13 +360,13 @@ async def edit_case(request: AnyRequest, db: DatabaseDep, case_id: str) -> Templ
             errors = {exc.field or "title": exc.detail}
         else:
             return done(request, f"/cases/{updated.code}", f"Test case {updated.code} saved.")
-    return await _form_page(request, case=case, form=shown, errors=errors, status_code=400)
+    return await _form_page(db, request, case=case, form=shown, errors=errors, status_code=400)
 
 
 @post("/{case_id:str}/status", status_code=303)
 async def change_status(request: AnyRequest, db: DatabaseDep, case_id: str) -> Redirect:
     """The quick status / automation-status change on the case page."""
-    case = await _case_or_404(request, case_id)
+    case = await _case_or_404(db, request, case_id)
     form, _ = await form_of(request)
     changes = {key: form[key] for key in ("status", "automation_status") if form.get(key)}
     body, _ = convert(CaseUpdate, changes)

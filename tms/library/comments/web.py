@@ -9,19 +9,22 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, page_numbers, render, tenant_of
 from tms.http.paging import page_offset
 from tms.library.comments import service
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import page_guard
 
 THREAD_PAGE = 100
 
 
-async def thread_context(request: AnyRequest, kind: str, target_id: str, offset: int = 0) -> dict[str, Any]:
+async def thread_context(db: Database, request: AnyRequest, kind: str, target_id: str,
+                         offset: int = 0) -> dict[str, Any]:
     """What ``comments/thread.html`` needs, for the case page and the execution view (target checked by them)."""
-    thread = await service.thread(db_of(request), tenant_of(request), kind, target_id, limit=THREAD_PAGE,
+    thread = await service.thread(db, tenant_of(request), kind, target_id, limit=THREAD_PAGE,
                                   offset=page_offset(offset))
     paging = thread.pagination
     action = f"/cases/{target_id}/comments" if kind == "case" else f"/results/{target_id}/comments"
@@ -36,16 +39,15 @@ def _form_page(request: AnyRequest, *, kind: str, back: str, action: str, body: 
                   heading="Edit comment" if editing else "Comment")
 
 
-async def _add(request: AnyRequest, kind: str, target_id: str) -> Template | Redirect:
+async def _add(db: Database, config: Config, request: AnyRequest, kind: str, target_id: str) -> Template | Redirect:
     single, _ = await form_of(request)
     body = single.get("body", "")
     try:
-        found = await service.target(db_of(request), tenant_of(request), kind, target_id)
+        found = await service.target(db, tenant_of(request), kind, target_id)
     except NotFound as exc:
         raise not_found("case" if kind == "case" else "result") from exc
     try:
-        comment = await service.add_comment(db_of(request), config_of(request), tenant_of(request), kind, found.id,
-                                            body)
+        comment = await service.add_comment(db, config, tenant_of(request), kind, found.id, body)
     except DomainError as exc:
         return _form_page(request, kind=kind, back=found.link + "#comments", action=request.url.path, body=body,
                           error=exc.detail, editing=False)
@@ -53,25 +55,27 @@ async def _add(request: AnyRequest, kind: str, target_id: str) -> Template | Red
 
 
 @post("/cases/{case_id:str}/comments", status_code=303)
-async def add_case_comment(request: AnyRequest, case_id: str) -> Template | Redirect:
-    return await _add(request, "case", case_id)
+async def add_case_comment(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                           case_id: str) -> Template | Redirect:
+    return await _add(db, config, request, "case", case_id)
 
 
 @post("/results/{result_id:str}/comments", status_code=303)
-async def add_result_comment(request: AnyRequest, result_id: str) -> Template | Redirect:
-    return await _add(request, "result", result_id)
+async def add_result_comment(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                             result_id: str) -> Template | Redirect:
+    return await _add(db, config, request, "result", result_id)
 
 
-async def _comment_or_404(request: AnyRequest, comment_id: str) -> Any:
+async def _comment_or_404(db: Database, request: AnyRequest, comment_id: str) -> Any:
     try:
-        return await service.get_comment(db_of(request), tenant_of(request), comment_id)
+        return await service.get_comment(db, tenant_of(request), comment_id)
     except NotFound as exc:
         raise not_found("comment") from exc
 
 
 @get("/comments/{comment_id:str}/edit")
-async def edit_page(request: AnyRequest, comment_id: str) -> Template:
-    comment = await _comment_or_404(request, comment_id)
+async def edit_page(request: AnyRequest, db: DatabaseDep, comment_id: str) -> Template:
+    comment = await _comment_or_404(db, request, comment_id)
     service.check_author(comment)
     return _form_page(request, kind=comment.target_kind, back=service.target_link(comment), body=comment.body,
                       action=f"/comments/{comment_id}/edit", error="", editing=True)
@@ -79,7 +83,7 @@ async def edit_page(request: AnyRequest, comment_id: str) -> Template:
 
 @post("/comments/{comment_id:str}/edit", status_code=303)
 async def edit(request: AnyRequest, db: DatabaseDep, config: ConfigDep, comment_id: str) -> Template | Redirect:
-    comment = await _comment_or_404(request, comment_id)
+    comment = await _comment_or_404(db, request, comment_id)
     single, _ = await form_of(request)
     body = single.get("body", "")
     try:
@@ -95,7 +99,7 @@ async def edit(request: AnyRequest, db: DatabaseDep, config: ConfigDep, comment_
 
 @post("/comments/{comment_id:str}/delete", status_code=303)
 async def delete(request: AnyRequest, db: DatabaseDep, comment_id: str) -> Redirect:
-    comment = await _comment_or_404(request, comment_id)
+    comment = await _comment_or_404(db, request, comment_id)
     await service.delete_comment(db, tenant_of(request), comment_id)
     return done(request, service.target_link(comment), "Comment deleted.")
 

@@ -11,6 +11,7 @@ from typing import Any
 from litestar import Router, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, tenant_of
 from tms.library.fields import service as field_service
@@ -18,7 +19,7 @@ from tms.library.fields.models import CustomField, CustomFieldCreate, CustomFiel
 from tms.library.fields.values import CHOICES
 from tms.library.projects import service as project_service
 from tms.library.projects.web import settings_page
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -43,9 +44,9 @@ def _default(kind: str, text: str) -> Any:
     return text
 
 
-async def _field_or_404(request: AnyRequest, field_id: str) -> CustomField:
+async def _field_or_404(db: Database, request: AnyRequest, field_id: str) -> CustomField:
     try:
-        return await field_service.get_field(db_of(request), tenant_of(request), field_id)
+        return await field_service.get_field(db, tenant_of(request), field_id)
     except NotFound as exc:
         raise not_found("custom field") from exc
 
@@ -77,12 +78,12 @@ async def create_field(request: AnyRequest, db: DatabaseDep) -> Template | Redir
             return done(request, _back(project.id), f"Custom field “{field.name}” added.")
     # the inputs are named field_<name> (the page's project form has its own name)
     errors = {f"field_{name}": message for name, message in errors.items()}
-    return await settings_page(request, project, status_code=400, field_form=form, field_errors=errors)
+    return await settings_page(db, request, project, status_code=400, field_form=form, field_errors=errors)
 
 
 @post("/{field_id:str}", status_code=303, **needs_role("admin"))
 async def update_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
-    field = await _field_or_404(request, field_id)
+    field = await _field_or_404(db, request, field_id)
     form, _ = await form_of(request)
     changes: dict[str, Any] = {"name": form.get("name", "").strip(), "required": form.get("required") == "on"}
     if field.type in CHOICES:
@@ -103,7 +104,7 @@ async def update_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> R
 
 @post("/{field_id:str}/move", status_code=303, **needs_role("admin"))
 async def move_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
-    field = await _field_or_404(request, field_id)
+    field = await _field_or_404(db, request, field_id)
     form, _ = await form_of(request)
     await field_service.swap_position(db, tenant_of(request), field.id,
                                       -1 if form.get("direction") == "up" else 1)
@@ -112,7 +113,7 @@ async def move_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Red
 
 @post("/{field_id:str}/retire", status_code=303, **needs_role("admin"))
 async def retire_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
-    field = await _field_or_404(request, field_id)
+    field = await _field_or_404(db, request, field_id)
     await field_service.update_field(db, tenant_of(request), field.id, CustomFieldUpdate(retired=True))
     return done(request, _back(field.project_id),
                 f"“{field.name}” is retired: hidden from forms; the values cases hold are kept.")
@@ -120,7 +121,7 @@ async def retire_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> R
 
 @post("/{field_id:str}/restore", status_code=303, **needs_role("admin"))
 async def restore_field(request: AnyRequest, db: DatabaseDep, field_id: str) -> Redirect:
-    field = await _field_or_404(request, field_id)
+    field = await _field_or_404(db, request, field_id)
     await field_service.update_field(db, tenant_of(request), field.id, CustomFieldUpdate(retired=False))
     return done(request, _back(field.project_id), f"“{field.name}” is back on the forms.")
 

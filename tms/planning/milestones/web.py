@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import (
     AnyRequest,
@@ -27,7 +28,7 @@ from tms.planning.milestones.models import MILESTONE_STATUSES, MilestoneCreate, 
 from tms.planning.plans import service as plan_service
 from tms.runs import service as run_service
 from tms.runs.web import bar_segments
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
@@ -67,10 +68,10 @@ def _date_message(errors: dict[str, str]) -> dict[str, str]:
     return errors
 
 
-async def _list_page(request: AnyRequest, *, project_id: str | None, status: str | None, offset: int,
+async def _list_page(db: Database, request: AnyRequest, *, project_id: str | None, status: str | None, offset: int,
                      form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
                      status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     milestones, pagination = await milestone_service.list_milestones(
         db, tenant, project_id=project_id, status=status, limit=PAGE_SIZE, offset=offset)
     all_projects = await project_service.list_projects(db, tenant)
@@ -91,10 +92,10 @@ async def _list_page(request: AnyRequest, *, project_id: str | None, status: str
 
 
 @get("/milestones")
-async def milestones_page(request: AnyRequest, project_id: str | None = None, status: str | None = None,
-                          offset: int = 0) -> Template:
+async def milestones_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None,
+                          status: str | None = None, offset: int = 0) -> Template:
     status = status if status in MILESTONE_STATUSES else None
-    return await _list_page(request, project_id=project_id or None, status=status, offset=max(0, offset))
+    return await _list_page(db, request, project_id=project_id or None, status=status, offset=max(0, offset))
 
 
 @post("/milestones", status_code=303)
@@ -111,20 +112,21 @@ async def create_milestone(request: AnyRequest, db: DatabaseDep) -> Template | R
                 errors = field_errors(exc, "name")
             else:
                 return done(request, f"/milestones/{milestone.id}", f"Milestone “{milestone.name}” created.")
-    return await _list_page(request, project_id=None, status=None, offset=0, form=form,
+    return await _list_page(db, request, project_id=None, status=None, offset=0, form=form,
                             errors=_date_message(errors), status_code=400)
 
 
-async def _milestone_or_404(request: AnyRequest, milestone_id: str) -> Any:
+async def _milestone_or_404(db: Database, request: AnyRequest, milestone_id: str) -> Any:
     try:
-        return await milestone_service.get_milestone(db_of(request), tenant_of(request), milestone_id)
+        return await milestone_service.get_milestone(db, tenant_of(request), milestone_id)
     except NotFound as exc:
         raise not_found("milestone") from exc
 
 
-async def _detail_page(request: AnyRequest, milestone: Any, *, offset: int = 0, form: dict[str, str] | None = None,
-                       errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def _detail_page(db: Database, request: AnyRequest, milestone: Any, *, offset: int = 0,
+                       form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                       status_code: int = 200) -> Template:
+    tenant = tenant_of(request)
     runs, pagination = await run_service.list_runs(db, tenant, milestone_id=milestone.id, limit=PAGE_SIZE,
                                                    offset=offset)
     plans, _ = await plan_service.list_plans(db, tenant, milestone_id=milestone.id, limit=100)
@@ -146,13 +148,13 @@ async def _detail_page(request: AnyRequest, milestone: Any, *, offset: int = 0, 
 
 
 @get("/milestones/{milestone_id:str}")
-async def milestone_page(request: AnyRequest, milestone_id: str, offset: int = 0) -> Template:
-    return await _detail_page(request, await _milestone_or_404(request, milestone_id), offset=max(0, offset))
+async def milestone_page(request: AnyRequest, db: DatabaseDep, milestone_id: str, offset: int = 0) -> Template:
+    return await _detail_page(db, request, await _milestone_or_404(db, request, milestone_id), offset=max(0, offset))
 
 
 @post("/milestones/{milestone_id:str}/edit", status_code=303)
 async def edit_milestone(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Template | Redirect:
-    milestone = await _milestone_or_404(request, milestone_id)
+    milestone = await _milestone_or_404(db, request, milestone_id)
     form, _ = await form_of(request)
     body, errors = convert(MilestoneUpdate, _form_body(form))
     if body is not None:
@@ -162,12 +164,12 @@ async def edit_milestone(request: AnyRequest, db: DatabaseDep, milestone_id: str
             errors = field_errors(exc, "name")
         else:
             return done(request, f"/milestones/{milestone.id}", "Milestone saved.")
-    return await _detail_page(request, milestone, form=form, errors=_date_message(errors), status_code=400)
+    return await _detail_page(db, request, milestone, form=form, errors=_date_message(errors), status_code=400)
 
 
 @post("/milestones/{milestone_id:str}/status", status_code=303)
 async def set_status(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Redirect:
-    milestone = await _milestone_or_404(request, milestone_id)
+    milestone = await _milestone_or_404(db, request, milestone_id)
     form, _ = await form_of(request)
     status = form.get("status", "")
     if status not in MILESTONE_STATUSES:
@@ -180,7 +182,7 @@ async def set_status(request: AnyRequest, db: DatabaseDep, milestone_id: str) ->
 
 @post("/milestones/{milestone_id:str}/delete", status_code=303)
 async def delete_milestone(request: AnyRequest, db: DatabaseDep, milestone_id: str) -> Redirect:
-    milestone = await _milestone_or_404(request, milestone_id)
+    milestone = await _milestone_or_404(db, request, milestone_id)
     await milestone_service.delete_milestone(db, tenant_of(request), milestone.id)
     return done(request, f"/milestones?project_id={milestone.project_id}",
                 f"Milestone “{milestone.name}” deleted; its {milestone.runs_count} runs are kept.")

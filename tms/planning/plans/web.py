@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import (
     AnyRequest,
@@ -29,7 +30,7 @@ from tms.planning.plans import service as plan_service
 from tms.planning.plans.models import PlanCreate, PlanUpdate
 from tms.runs import service as run_service
 from tms.runs.web import bar_segments
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 from tms.team.signin.session import page_guard
 
 PAGE_SIZE = 50
@@ -58,7 +59,7 @@ def _tree(rows: list[Any]) -> list[tuple[int, Any]]:
 
 @get("/plans")
 async def plans_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None, offset: int = 0) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     offset = max(0, offset)
     plans, pagination = await plan_service.list_plans(db, tenant, project_id=project_id or None, limit=PAGE_SIZE,
                                                       offset=offset)
@@ -73,10 +74,10 @@ async def plans_page(request: AnyRequest, db: DatabaseDep, project_id: str | Non
     )
 
 
-async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str, str],
+async def _new_page(db: Database, request: AnyRequest, project_id: str | None, form: dict[str, str],
                     chosen: dict[str, list[str]], errors: dict[str, str], status_code: int = 200,
                     preview: dict[str, int] | None = None) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     projects = await project_service.list_open_projects(db, tenant)
     if not project_id:
         active = next((p for p in projects if p.active), None)
@@ -95,9 +96,9 @@ async def _new_page(request: AnyRequest, project_id: str | None, form: dict[str,
 
 
 @get("/plans/new")
-async def new_plan_page(request: AnyRequest, project_id: str | None = None,
+async def new_plan_page(request: AnyRequest, db: DatabaseDep, project_id: str | None = None,
                         milestone_id: str | None = None) -> Template:
-    return await _new_page(request, project_id, {"milestone_id": milestone_id or ""}, {}, {})
+    return await _new_page(db, request, project_id, {"milestone_id": milestone_id or ""}, {}, {})
 
 
 @post("/plans/new", status_code=303)
@@ -125,7 +126,7 @@ async def create_plan(request: AnyRequest, db: DatabaseDep) -> Template | Redire
             errors = field_errors(exc, "case_ids")
         else:
             runs = max(1, len(set(body.environments)))
-            return await _new_page(request, project_id or None, form, chosen, {},
+            return await _new_page(db, request, project_id or None, form, chosen, {},
                                    preview={"cases": cases, "runs": runs, "results": cases * runs})
     if body is not None and not previewing:
         try:
@@ -140,19 +141,19 @@ async def create_plan(request: AnyRequest, db: DatabaseDep) -> Template | Redire
     if "case_ids" in errors:  # the API's message names its field; the form's field is the codes box
         message = errors.pop("case_ids").removeprefix("case_ids: ")
         errors["case_codes"] = message[:1].upper() + message[1:]
-    return await _new_page(request, project_id or None, form, chosen, errors, status_code=400)
+    return await _new_page(db, request, project_id or None, form, chosen, errors, status_code=400)
 
 
-async def _plan_or_404(request: AnyRequest, plan_id: str) -> Any:
+async def _plan_or_404(db: Database, request: AnyRequest, plan_id: str) -> Any:
     try:
-        return await plan_service.get_plan(db_of(request), tenant_of(request), plan_id)
+        return await plan_service.get_plan(db, tenant_of(request), plan_id)
     except NotFound as exc:
         raise not_found("plan") from exc
 
 
-async def _plan_page(request: AnyRequest, plan: Any, form: dict[str, str] | None = None,
+async def _plan_page(db: Database, request: AnyRequest, plan: Any, form: dict[str, str] | None = None,
                      errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+    tenant = tenant_of(request)
     runs, _ = await run_service.list_runs(db, tenant, plan_id=plan.id, limit=500)
     milestones, _ = await milestone_service.list_milestones(db, tenant, project_id=plan.project_id, limit=500)
     milestone = next((m for m in milestones if m.id == plan.milestone_id), None)
@@ -171,13 +172,13 @@ async def _plan_page(request: AnyRequest, plan: Any, form: dict[str, str] | None
 
 
 @get("/plans/{plan_id:str}")
-async def plan_page(request: AnyRequest, plan_id: str) -> Template:
-    return await _plan_page(request, await _plan_or_404(request, plan_id))
+async def plan_page(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Template:
+    return await _plan_page(db, request, await _plan_or_404(db, request, plan_id))
 
 
 @post("/plans/{plan_id:str}/edit", status_code=303)
 async def edit_plan(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Template | Redirect:
-    plan = await _plan_or_404(request, plan_id)
+    plan = await _plan_or_404(db, request, plan_id)
     form, _ = await form_of(request)
     body, errors = convert(PlanUpdate, {
         "name": form.get("name", "").strip(),
@@ -191,12 +192,12 @@ async def edit_plan(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Templ
             errors = field_errors(exc, "name")
         else:
             return done(request, f"/plans/{plan.id}", "Plan saved.")
-    return await _plan_page(request, plan, form, errors, status_code=400)
+    return await _plan_page(db, request, plan, form, errors, status_code=400)
 
 
 @post("/plans/{plan_id:str}/delete", status_code=303)
 async def delete_plan(request: AnyRequest, db: DatabaseDep, plan_id: str) -> Redirect:
-    plan = await _plan_or_404(request, plan_id)
+    plan = await _plan_or_404(db, request, plan_id)
     await plan_service.delete_plan(db, tenant_of(request), plan.id)
     return done(request, f"/plans?project_id={plan.project_id}",
                 f"Plan “{plan.name}” deleted; its {len(plan.run_ids)} runs and their results are kept.")

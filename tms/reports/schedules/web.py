@@ -11,6 +11,8 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, convert, done, form_of, not_found, render, tenant_of
 from tms.library.projects import service as project_service
@@ -22,7 +24,7 @@ from tms.reports.schedules.models import (
     ReportScheduleCreate,
     ReportScheduleUpdate,
 )
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin.session import needs_role, page_guard
 
 
@@ -53,24 +55,24 @@ def _form_of(schedule: ReportSchedule) -> dict[str, str]:
             "recipients": ", ".join(schedule.recipients), "attachment": schedule.attachment}
 
 
-async def _project(request: AnyRequest, project_id: str) -> Any:
+async def _project(db: Database, request: AnyRequest, project_id: str) -> Any:
     try:
-        return await project_service.get_project(db_of(request), tenant_of(request), project_id)
+        return await project_service.get_project(db, tenant_of(request), project_id)
     except NotFound:
         raise not_found("project") from None
 
 
-async def _schedule(request: AnyRequest, schedule_id: str) -> ReportSchedule:
+async def _schedule(db: Database, request: AnyRequest, schedule_id: str) -> ReportSchedule:
     try:
-        return await service.get_schedule(db_of(request), tenant_of(request), schedule_id)
+        return await service.get_schedule(db, tenant_of(request), schedule_id)
     except NotFound:
         raise not_found("report schedule") from None
 
 
-async def _page(request: AnyRequest, project: Any, *, status_code: int = 200, form: dict[str, str] | None = None,
-                errors: dict[str, str] | None = None, editing: str | None = None,
+async def _page(db: Database, config: Config, request: AnyRequest, project: Any, *, status_code: int = 200,
+                form: dict[str, str] | None = None, errors: dict[str, str] | None = None, editing: str | None = None,
                 edit_form: dict[str, str] | None = None, edit_errors: dict[str, str] | None = None) -> Template:
-    db, tenant_id = db_of(request), tenant_of(request)
+    tenant_id = tenant_of(request)
     schedules = await service.list_schedules(db, tenant_id, project.id)
     milestones, _ = await milestone_service.list_milestones(db, tenant_id, project_id=project.id, limit=500)
     # each schedule's edit form shows it as stored, the one that failed as typed
@@ -80,7 +82,7 @@ async def _page(request: AnyRequest, project: Any, *, status_code: int = 200, fo
                   milestone_names={m.id: m.name for m in milestones}, max_recipients=MAX_RECIPIENTS,
                   form=form or {"kind": "project", "cron": "0 7 * * 1", "attachment": "pdf"}, errors=errors or {},
                   editing=editing, forms=forms, edit_errors=edit_errors or {},
-                  smtp=bool(config_of(request).get("smtp.host")))
+                  smtp=bool(config.get("smtp.host")))
 
 
 def _back(project_id: str) -> str:
@@ -88,13 +90,14 @@ def _back(project_id: str) -> str:
 
 
 @get("/projects/{project_id:str}/report-schedules")
-async def schedules_page(request: AnyRequest, project_id: str) -> Template:
-    return await _page(request, await _project(request, project_id))
+async def schedules_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep, project_id: str) -> Template:
+    return await _page(db, config, request, await _project(db, request, project_id))
 
 
 @post("/projects/{project_id:str}/report-schedules", status_code=303)
-async def create_schedule(request: AnyRequest, db: DatabaseDep, project_id: str) -> Template | Redirect:
-    project = await _project(request, project_id)
+async def create_schedule(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                          project_id: str) -> Template | Redirect:
+    project = await _project(db, request, project_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleCreate, {"project_id": project.id, **_body(form)})
     errors = _worded(errors)
@@ -105,12 +108,13 @@ async def create_schedule(request: AnyRequest, db: DatabaseDep, project_id: str)
             errors = {exc.field or "cron": exc.detail}
         else:
             return done(request, _back(project.id), "Report schedule added.")
-    return await _page(request, project, status_code=400, form=form, errors=errors)
+    return await _page(db, config, request, project, status_code=400, form=form, errors=errors)
 
 
 @post("/report-schedules/{schedule_id:str}/edit", status_code=303)
-async def update_schedule(request: AnyRequest, db: DatabaseDep, schedule_id: str) -> Template | Redirect:
-    schedule = await _schedule(request, schedule_id)
+async def update_schedule(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
+                          schedule_id: str) -> Template | Redirect:
+    schedule = await _schedule(db, request, schedule_id)
     form, _ = await form_of(request)
     body, errors = convert(ReportScheduleUpdate, _body(form))
     errors = _worded(errors)
@@ -121,20 +125,21 @@ async def update_schedule(request: AnyRequest, db: DatabaseDep, schedule_id: str
             errors = {exc.field or "cron": exc.detail}
         else:
             return done(request, _back(schedule.project_id), "Report schedule saved.")
-    project = await _project(request, schedule.project_id)
-    return await _page(request, project, status_code=400, editing=schedule.id, edit_form=form, edit_errors=errors)
+    project = await _project(db, request, schedule.project_id)
+    return await _page(db, config, request, project, status_code=400, editing=schedule.id, edit_form=form,
+                       edit_errors=errors)
 
 
 @post("/report-schedules/{schedule_id:str}/delete", status_code=303)
 async def delete_schedule(request: AnyRequest, db: DatabaseDep, schedule_id: str) -> Redirect:
-    schedule = await _schedule(request, schedule_id)
+    schedule = await _schedule(db, request, schedule_id)
     await service.delete_schedule(db, tenant_of(request), schedule.id)
     return done(request, _back(schedule.project_id), "Report schedule removed.")
 
 
 @post("/report-schedules/{schedule_id:str}/send", status_code=303)
 async def send_schedule(request: AnyRequest, db: DatabaseDep, config: ConfigDep, schedule_id: str) -> Redirect:
-    schedule = await _schedule(request, schedule_id)
+    schedule = await _schedule(db, request, schedule_id)
     result = await service.send_now(db, config, tenant_of(request), schedule.id)
     if result.sent:
         return done(request, _back(schedule.project_id), f"Report mailed to {result.recipients} "

@@ -34,7 +34,7 @@ from tms.runs.executions import durations
 from tms.runs.executions import service as executions
 from tms.runs.executions.models import ResultPatch, StepResult
 from tms.runs.statuses import LABELS, RESULT_STATUSES
-from tms.state import ConfigDep, DatabaseDep, app_state, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state
 from tms.team import service as team
 from tms.team.signin.session import page_guard, session_api_guard, web_user
 
@@ -53,8 +53,8 @@ async def _execution(db: Database, tenant: str, result_id: str, *, count: bool =
     return execution
 
 
-async def _context(request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
-    db, tenant = db_of(request), tenant_of(request)
+async def _context(db: Database, request: AnyRequest, result_id: str, steps_page: int = 1) -> dict[str, Any]:
+    tenant = tenant_of(request)
     execution = await _execution(db, tenant, result_id)
     row, run, case, fields = execution.row, execution.run, execution.case, execution.fields
     attachments = await attachment_service.attachments_by_result(db, tenant, [result_id])
@@ -100,12 +100,12 @@ def _page_number(raw: object) -> int:
 
 
 @get("/results/{result_id:str}/execute")
-async def execute_page(request: AnyRequest, result_id: str, steps_page: int = 1,
+async def execute_page(request: AnyRequest, db: DatabaseDep, result_id: str, steps_page: int = 1,
                        comments_offset: int = 0) -> Template:
-    context = await _context(request, result_id, _page_number(steps_page))
+    context = await _context(db, request, result_id, _page_number(steps_page))
     return render(request, "runs/execute.html", active_nav="runs", errors={},
                   form=_form_from_row(context["result"], context["steps"], context["result_fields"]), **context,
-                  **await thread_context(request, "result", context["result"]["id"], comments_offset))
+                  **await thread_context(db, request, "result", context["result"]["id"], comments_offset))
 
 
 # A form field the API's struct (``ResultPatch``, ``StepResult``) refuses, in the tester's words
@@ -184,7 +184,7 @@ def _read_form(single: dict[str, str], first: int, last: int,
 @post("/results/{result_id:str}/execute", status_code=303)
 async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
                          result_id: str) -> Template | Redirect:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     # the result, its run, case and result fields, read once for the whole save; the form holds one
     # page of the checklist: its size is counted (off the event loop when long, never expanded), and
     # the stored marks of the other pages are kept
@@ -211,7 +211,7 @@ async def save_execution(request: AnyRequest, db: DatabaseDep, config: ConfigDep
             errors[exc.field or "form"] = exc.detail
     if errors:
         return render(request, "runs/execute.html", status_code=400, active_nav="runs", errors=errors, form=form,
-                      **await _context(request, result_id, steps_page))
+                      **await _context(db, request, result_id, steps_page))
     if saved.overwritten_by:
         flash(request, f"Saved. Note: {saved.overwritten_by} had changed this result at "
                           f"{(saved.overwritten_at or '')[:19].replace('T', ' ')} UTC after you opened it; "

@@ -8,9 +8,11 @@ from typing import Any
 from litestar import Request, Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError
 from tms.http.pages import AnyRequest, done, field_errors, form_of, render, tenant_of
-from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state
 from tms.team.ldap import service
 from tms.team.scim import roles as scim_roles
 from tms.team.service import FormErrors
@@ -42,7 +44,6 @@ async def sign_in(request: Request[Any, Any, Any], db: DatabaseDep, config: Conf
     single, _ = await form_of(request)
     username, password = single.get("username", "").strip(), single.get("password", "")
     next_path = safe_next(single.get("next"))
-    db = db
     tenant_id, tenant_name = await service.sign_in_tenants(db, single.get("tenant", "").strip() or None)
 
     def again(error: str, status: int, headers: dict[str, str] | None = None) -> Template:
@@ -72,13 +73,14 @@ async def sign_in(request: Request[Any, Any, Any], db: DatabaseDep, config: Conf
     return Redirect(next_path, status_code=303)
 
 
-async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
-                scim_form: dict[str, Any] | None = None, scim_errors: dict[str, str] | None = None,
-                result: str | None = None, result_ok: bool = False, status_code: int = 200) -> Template:
-    db, tenant_id = db_of(request), tenant_of(request)
+async def _page(db: Database, config: Config, request: AnyRequest, *, form: dict[str, Any] | None = None,
+                errors: dict[str, str] | None = None, scim_form: dict[str, Any] | None = None,
+                scim_errors: dict[str, str] | None = None, result: str | None = None, result_ok: bool = False,
+                status_code: int = 200) -> Template:
+    tenant_id = tenant_of(request)
     settings = await service.get_settings(db, tenant_id)
     mapping = await scim_roles.get_settings(db, tenant_id)
-    base = config_of(request).base_url.rstrip("/")
+    base = config.base_url.rstrip("/")
     return render(request, "settings/ldap.html", status_code=status_code, active_nav="settings",
                   settings_nav="directory", form=form or settings.form(), errors=errors or {},
                   has_bind_password=settings.has_bind_password, roles=ROLE_CHOICES, result=result,
@@ -89,8 +91,8 @@ async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, erro
 
 
 @get("/ldap")
-async def settings_page(request: AnyRequest) -> Template:
-    return await _page(request)
+async def settings_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _page(db, config, request)
 
 
 @post("/ldap", status_code=303)
@@ -99,7 +101,7 @@ async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep)
     try:
         await service.save_settings(db, config, tenant_of(request), single)
     except DomainError as exc:
-        return await _page(request, form=single, errors=_errors(exc), status_code=400)
+        return await _page(db, config, request, form=single, errors=_errors(exc), status_code=400)
     return done(request, "/settings/ldap", "LDAP sign-in settings saved.")
 
 
@@ -109,21 +111,21 @@ async def test_connection(request: AnyRequest, db: DatabaseDep, config: ConfigDe
     try:
         message = await service.test_connection(db, config, tenant_of(request), single)
     except DomainError as exc:
-        return await _page(request, form=single, errors=_errors(exc), status_code=400)
+        return await _page(db, config, request, form=single, errors=_errors(exc), status_code=400)
     except service.DirectoryError as exc:
-        return await _page(request, form=single, result=str(exc), status_code=200)
-    return await _page(request, form=single, result=message, result_ok=True)
+        return await _page(db, config, request, form=single, result=str(exc), status_code=200)
+    return await _page(db, config, request, form=single, result=message, result_ok=True)
 
 
 @post("/ldap/scim", status_code=303)
-async def save_scim_mapping(request: AnyRequest, db: DatabaseDep) -> Template | Redirect:
+async def save_scim_mapping(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template | Redirect:
     single, _ = await form_of(request)
     try:
         mapping = scim_roles.parse_group_role_map(single.get("group_role_map", ""))
         await scim_roles.save_settings(db, tenant_of(request), mapping, single.get("default_role", ""))
     except DomainError as exc:
         field = "default_role" if exc.field == "scim_default_role" else "group_role_map"
-        return await _page(request, scim_form=single, scim_errors={field: exc.detail}, status_code=400)
+        return await _page(db, config, request, scim_form=single, scim_errors={field: exc.detail}, status_code=400)
     return done(request, "/settings/ldap", "SCIM group mapping saved; it applies at the next change of a group.")
 
 

@@ -18,11 +18,13 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions import NotFoundException as LitestarNotFound
 from litestar.handlers.base import BaseRouteHandler
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DISK_FULL_DETAIL, DomainError
 from tms.http.api_auth import ApiRequest
 from tms.http.problems import handle_unexpected
 from tms.lazy import lazy_module
-from tms.state import DatabaseDep, app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state
 from tms.team.audit.service import Actor, acting_as
 from tms.team.tokens.service import verify_token
 
@@ -69,19 +71,19 @@ def _request_line(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     return f"{connection.scope.get('method', '')} {connection.url.path}"
 
 
-async def _write(request: ApiRequest, work: Awaitable[T]) -> T:
+async def _write(db: Database, request: ApiRequest, work: Awaitable[T]) -> T:
     """A write by id; one naming an id the team does not have (another team's: a 404 like any unknown id)
     is an audit entry too."""
     try:
         return await work
     except scim2.NotFoundException:
-        await service.record_refused(db_of(request), request.user.tenant_id, request.user.token_id,
+        await service.record_refused(db, request.user.tenant_id, request.user.token_id,
                                      "no such resource in this team", _request_line(request))
         raise
 
 
-def _base(request: ApiRequest) -> str:
-    return f"{config_of(request).base_url.rstrip('/')}/scim/v2"
+def _base(config: Config) -> str:
+    return f"{config.base_url.rstrip('/')}/scim/v2"
 
 
 def _answer(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response[bytes]:
@@ -106,47 +108,47 @@ def _actor(request: ApiRequest) -> str:
 
 # --- discovery --------------------------------------------------------------------------------------------
 
-def _discovered(request: ApiRequest, item: Any, kind: str) -> Any:
+def _discovered(config: Config, item: Any, kind: str) -> Any:
     copy = item.model_copy(deep=True)
-    copy.meta = scim2.Meta(resource_type=kind, location=f"{_base(request)}/{kind}s/{item.id}")
+    copy.meta = scim2.Meta(resource_type=kind, location=f"{_base(config)}/{kind}s/{item.id}")
     return copy
 
 
 @get("/ServiceProviderConfig", **SCIM)
-async def service_provider_config(request: ApiRequest) -> Response[bytes]:
-    config = models.PROVIDER.config
-    assert config is not None
-    copy = config.model_copy(deep=True)
+async def service_provider_config(request: ApiRequest, config: ConfigDep) -> Response[bytes]:
+    provider_config = models.PROVIDER.config
+    assert provider_config is not None
+    copy = provider_config.model_copy(deep=True)
     copy.meta = scim2.Meta(resource_type="ServiceProviderConfig",
-                           location=f"{_base(request)}/ServiceProviderConfig")
+                           location=f"{_base(config)}/ServiceProviderConfig")
     return _answer(copy.model_dump(mode="json"))
 
 
 @get("/ResourceTypes", **SCIM)
-async def resource_types(request: ApiRequest) -> Response[bytes]:
-    items = [_discovered(request, item, "ResourceType") for item in models.PROVIDER.resource_types]
+async def resource_types(request: ApiRequest, config: ConfigDep) -> Response[bytes]:
+    items = [_discovered(config, item, "ResourceType") for item in models.PROVIDER.resource_types]
     return _answer(service.discovery_list(items))
 
 
 @get("/ResourceTypes/{type_id:str}", **SCIM)
-async def resource_type(request: ApiRequest, type_id: str) -> Response[bytes]:
+async def resource_type(request: ApiRequest, config: ConfigDep, type_id: str) -> Response[bytes]:
     for item in models.PROVIDER.resource_types:
         if item.id == type_id:
-            return _answer(_discovered(request, item, "ResourceType").model_dump(mode="json"))
+            return _answer(_discovered(config, item, "ResourceType").model_dump(mode="json"))
     raise scim2.NotFoundException(detail=f"no resource type {type_id}")
 
 
 @get("/Schemas", **SCIM)
-async def schemas(request: ApiRequest) -> Response[bytes]:
-    items = [_discovered(request, item, "Schema") for item in models.PROVIDER.schemas]
+async def schemas(request: ApiRequest, config: ConfigDep) -> Response[bytes]:
+    items = [_discovered(config, item, "Schema") for item in models.PROVIDER.schemas]
     return _answer(service.discovery_list(items))
 
 
 @get("/Schemas/{schema_id:str}", **SCIM)
-async def schema(request: ApiRequest, schema_id: str) -> Response[bytes]:
+async def schema(request: ApiRequest, config: ConfigDep, schema_id: str) -> Response[bytes]:
     for item in models.PROVIDER.schemas:
         if item.id == schema_id:
-            return _answer(_discovered(request, item, "Schema").model_dump(mode="json"))
+            return _answer(_discovered(config, item, "Schema").model_dump(mode="json"))
     raise scim2.NotFoundException(detail=f"no schema {schema_id}")
 
 
@@ -170,92 +172,93 @@ def _query_search(request: ApiRequest) -> dict[str, Any]:
 
 
 @get("/Users", **SCIM)
-async def list_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+async def list_users(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
     search = service.search_request(models.UserResource, _query_search(request))
-    return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_users(db, request.user.tenant_id, _base(config), search))
 
 
 @post("/Users/.search", **SCIM)
-async def search_users(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+async def search_users(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
     search = service.search_request(models.UserResource, await _payload(request))
-    return _answer(await service.search_users(db, request.user.tenant_id, _base(request), search))
+    return _answer(await service.search_users(db, request.user.tenant_id, _base(config), search))
 
 
 @post("/Users", **SCIM)
-async def create_user(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    body = await service.create_user(db, request.user.tenant_id, _base(request), _actor(request),
+async def create_user(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
+    body = await service.create_user(db, request.user.tenant_id, _base(config), _actor(request),
                                      await _payload(request))
     return _created(body)
 
 
 @get("/Users/{user_id:str}", **SCIM)
-async def get_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
+async def get_user(request: ApiRequest, db: DatabaseDep, config: ConfigDep, user_id: str) -> Response[bytes]:
     params = service.response_parameters(models.UserResource, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
-    return _answer(await service.get_user(db, request.user.tenant_id, _base(request), user_id, params))
+    return _answer(await service.get_user(db, request.user.tenant_id, _base(config), user_id, params))
 
 
 @put("/Users/{user_id:str}", **SCIM)
-async def replace_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.replace_user(db, request.user.tenant_id, _base(request),
-                                                              _actor(request), user_id, await _payload(request))))
+async def replace_user(request: ApiRequest, db: DatabaseDep, config: ConfigDep, user_id: str) -> Response[bytes]:
+    return _answer(await _write(db, request, service.replace_user(db, request.user.tenant_id, _base(config),
+                                                                  _actor(request), user_id, await _payload(request))))
 
 
 @patch("/Users/{user_id:str}", **SCIM)
-async def patch_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> Response[bytes]:
-    return _answer(await _write(request, service.patch_user(db, request.user.tenant_id, _base(request),
-                                                            _actor(request), user_id, await _payload(request))))
+async def patch_user(request: ApiRequest, db: DatabaseDep, config: ConfigDep, user_id: str) -> Response[bytes]:
+    return _answer(await _write(db, request, service.patch_user(db, request.user.tenant_id, _base(config),
+                                                                _actor(request), user_id, await _payload(request))))
 
 
 @delete("/Users/{user_id:str}", status_code=204, **SCIM)
 async def delete_user(request: ApiRequest, db: DatabaseDep, user_id: str) -> None:
-    await _write(request, service.delete_user(db, request.user.tenant_id, _actor(request), user_id))
+    await _write(db, request, service.delete_user(db, request.user.tenant_id, _actor(request), user_id))
 
 
 # --- groups -----------------------------------------------------------------------------------------------
 
 @get("/Groups", **SCIM)
-async def list_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+async def list_groups(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
     search = service.search_request(scim2.Group, _query_search(request))
-    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
+    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(config), search))
 
 
 @post("/Groups/.search", **SCIM)
-async def search_groups(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
+async def search_groups(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
     search = service.search_request(scim2.Group, await _payload(request))
-    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(request), search))
+    return _answer(await groups.search_groups(db, request.user.tenant_id, _base(config), search))
 
 
 @post("/Groups", **SCIM)
-async def create_group(request: ApiRequest, db: DatabaseDep) -> Response[bytes]:
-    body = await groups.create_group(db, request.user.tenant_id, _base(request), _actor(request),
+async def create_group(request: ApiRequest, db: DatabaseDep, config: ConfigDep) -> Response[bytes]:
+    body = await groups.create_group(db, request.user.tenant_id, _base(config), _actor(request),
                                       await _payload(request))
     return _created(body)
 
 
 @get("/Groups/{group_id:str}", **SCIM)
-async def get_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
+async def get_group(request: ApiRequest, db: DatabaseDep, config: ConfigDep, group_id: str) -> Response[bytes]:
     params = service.response_parameters(scim2.Group, request.query_params.get("attributes"),
                                          request.query_params.get("excludedAttributes"))
-    return _answer(await groups.get_group(db, request.user.tenant_id, _base(request), group_id, params))
+    return _answer(await groups.get_group(db, request.user.tenant_id, _base(config), group_id, params))
 
 
 @put("/Groups/{group_id:str}", **SCIM)
-async def replace_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, groups.replace_group(db, request.user.tenant_id,
-                                                               _base(request), _actor(request), group_id,
-                                                               await _payload(request))))
+async def replace_group(request: ApiRequest, db: DatabaseDep, config: ConfigDep, group_id: str) -> Response[bytes]:
+    return _answer(await _write(db, request, groups.replace_group(db, request.user.tenant_id,
+                                                                   _base(config), _actor(request), group_id,
+                                                                   await _payload(request))))
 
 
 @patch("/Groups/{group_id:str}", **SCIM)
-async def patch_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> Response[bytes]:
-    return _answer(await _write(request, groups.patch_group(db, request.user.tenant_id, _base(request),
-                                                             _actor(request), group_id, await _payload(request))))
+async def patch_group(request: ApiRequest, db: DatabaseDep, config: ConfigDep, group_id: str) -> Response[bytes]:
+    return _answer(await _write(db, request, groups.patch_group(db, request.user.tenant_id, _base(config),
+                                                                 _actor(request), group_id,
+                                                                 await _payload(request))))
 
 
 @delete("/Groups/{group_id:str}", status_code=204, **SCIM)
 async def delete_group(request: ApiRequest, db: DatabaseDep, group_id: str) -> None:
-    await _write(request, groups.delete_group(db, request.user.tenant_id, _actor(request), group_id))
+    await _write(db, request, groups.delete_group(db, request.user.tenant_id, _actor(request), group_id))
 
 
 @post("/.search", **SCIM)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, form_of, not_found, render, tenant_of, user_of
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep
 from tms.team.signin import two_factor
 from tms.team.signin.session import enrolment_guard, needs_role, page_guard
 from tms.team.signin.session_cookie import SECOND_FACTOR, start_session
@@ -26,12 +28,12 @@ def _no_store(template: Template) -> Template:
     return template
 
 
-async def _page(request: AnyRequest, *, errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
+async def _page(db: Database, config: Config, request: AnyRequest, *, errors: dict[str, str] | None = None,
+                status_code: int = 200) -> Template:
     user = user_of(request)
-    db = db_of(request)
     row = await two_factor.enrolment(db, user.id)
     enrolled = row is not None and bool(row["confirmed_at"])
-    pending = None if enrolled else await two_factor.pending_enrolment(db, config_of(request), user.id, user.email)
+    pending = None if enrolled else await two_factor.pending_enrolment(db, config, user.id, user.email)
     return _no_store(render(
         request, "account/two_factor.html", status_code=status_code, active_nav="account", enrolled=enrolled,
         pending=pending, codes_left=await two_factor.recovery_codes_left(db, user.id) if enrolled else 0,
@@ -43,8 +45,8 @@ def _codes_page(request: AnyRequest, codes: list[str], *, first: bool) -> Templa
 
 
 @get("/2fa")
-async def two_factor_page(request: AnyRequest) -> Template:
-    return await _page(request)
+async def two_factor_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _page(db, config, request)
 
 
 @post("/2fa/start", status_code=303)
@@ -65,7 +67,7 @@ async def confirm(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Te
         codes = await two_factor.confirm_enrolment(db, config, user.tenant_id, user.id,
                                                    single.get("code", ""))
     except DomainError as exc:
-        return await _page(request, errors={"code": exc.detail}, status_code=400)
+        return await _page(db, config, request, errors={"code": exc.detail}, status_code=400)
     # this session has just proved the second factor; a fresh id marks the change of privilege
     start_session(request, {"user_id": user.id, SECOND_FACTOR: "totp"})
     return _codes_page(request, codes, first=True)
@@ -85,11 +87,11 @@ async def new_recovery_codes(request: AnyRequest, db: DatabaseDep, config: Confi
         codes = await two_factor.regenerate_recovery_codes(db, config, user.tenant_id,
                                                            user.id, single.get("code", ""), _client(request))
     except two_factor.TooManyAttempts as exc:
-        page = await _page(request, errors={"code": exc.detail}, status_code=429)
+        page = await _page(db, config, request, errors={"code": exc.detail}, status_code=429)
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
     except DomainError as exc:
-        return await _page(request, errors={"code": exc.detail}, status_code=400)
+        return await _page(db, config, request, errors={"code": exc.detail}, status_code=400)
     return _codes_page(request, codes, first=False)
 
 
@@ -101,26 +103,26 @@ async def disable(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Te
         await two_factor.turn_off(db, config, user.tenant_id, user.id,
                                   single.get("off_code", ""), _client(request))
     except two_factor.TooManyAttempts as exc:
-        page = await _page(request, errors={"off_code": exc.detail}, status_code=429)
+        page = await _page(db, config, request, errors={"off_code": exc.detail}, status_code=429)
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
     except DomainError as exc:
-        return await _page(request, errors={"off_code": exc.detail}, status_code=400)
+        return await _page(db, config, request, errors={"off_code": exc.detail}, status_code=400)
     return done(request, "/account/2fa", "Two-factor is off.")
 
 
 # --- Settings → Two-factor (admins) ------------------------------------------------------------------------
 
-async def _team_page(request: AnyRequest, *, error: str = "", status_code: int = 200) -> Template:
-    db, tenant = db_of(request), tenant_of(request)
+async def _team_page(db: Database, request: AnyRequest, *, error: str = "", status_code: int = 200) -> Template:
+    tenant = tenant_of(request)
     return render(request, "account/two_factor_team.html", status_code=status_code, active_nav="settings",
                   settings_nav="two-factor", members=await two_factor.members(db, tenant),
                   required=await two_factor.is_required(db, tenant), me=user_of(request), error=error)
 
 
 @get("/two-factor")
-async def team_page(request: AnyRequest) -> Template:
-    return await _team_page(request)
+async def team_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    return await _team_page(db, request)
 
 
 @post("/two-factor", status_code=303)
@@ -130,7 +132,7 @@ async def set_required(request: AnyRequest, db: DatabaseDep) -> Template | Redir
     try:
         changed = await two_factor.set_required(db, tenant_of(request), user_of(request).id, required)
     except DomainError as exc:
-        return await _team_page(request, error=exc.detail, status_code=409)
+        return await _team_page(db, request, error=exc.detail, status_code=409)
     if not changed:
         return done(request, "/settings/two-factor", "Nothing changed.")
     return done(request, "/settings/two-factor",

@@ -14,9 +14,11 @@ from litestar.background_tasks import BackgroundTask
 from litestar.plugins.flash import flash
 from litestar.response import Redirect, Response, Template
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError, InvalidInput
 from tms.http.problems import problem_response
-from tms.state import ConfigDep, DatabaseDep, app_state, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, app_state
 from tms.team import accounts, links
 from tms.team.signin import two_factor
 from tms.team.signin.session import NEEDS_CODE, half_signed_in, load_user, safe_next, users_exist
@@ -31,19 +33,20 @@ def _client_address(request: Request[Any, Any, Any]) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _login_page(request: Request[Any, Any, Any], *, status_code: int = 200, headers: dict[str, str] | None = None,
-                **context: Any) -> Template:
-    context.setdefault("password_login", config_of(request).get("auth.password_login"))
+def _login_page(config: Config, request: Request[Any, Any, Any], *, status_code: int = 200,
+                headers: dict[str, str] | None = None, **context: Any) -> Template:
+    context.setdefault("password_login", config.get("auth.password_login"))
     return Template("login.html", context=context, status_code=status_code, headers=headers)
 
 
 @get("/login", include_in_schema=False)
-async def login_page(request: Request[Any, Any, Any], next: str | None = None) -> Template | Redirect:
+async def login_page(request: Request[Any, Any, Any], config: ConfigDep,
+                     next: str | None = None) -> Template | Redirect:
     if not await users_exist(request):
         return Redirect("/setup")
     if await load_user(request) is not None:
         return Redirect(safe_next(next))
-    return _login_page(request, next=safe_next(next))
+    return _login_page(config, request, next=safe_next(next))
 
 
 @post("/login", include_in_schema=False, status_code=303)
@@ -56,8 +59,8 @@ async def login(request: Request[Any, Any, Any], db: DatabaseDep, config: Config
     address = _client_address(request)
     wait = await throttle.retry_after(address, email)
     if wait:
-        return _login_page(request, error=f"Too many failed sign-ins. Try again in {wait} seconds.", email=email,
-                           next=next_path, status_code=429, headers={"Retry-After": str(wait)})
+        return _login_page(config, request, error=f"Too many failed sign-ins. Try again in {wait} seconds.",
+                           email=email, next=next_path, status_code=429, headers={"Retry-After": str(wait)})
     owners_only = not config.get("auth.password_login")
     user = (await accounts.authenticate_user(db, email, password, owners_only=owners_only)
             if email and password else None)
@@ -65,12 +68,12 @@ async def login(request: Request[Any, Any, Any], db: DatabaseDep, config: Config
         await throttle.record_failure(address, email)
         error = ("Password sign-in is off here: use your organisation's sign-in." if owners_only
                  else "Wrong email or password.")
-        return _login_page(request, error=error, email=email, next=next_path, status_code=400)
+        return _login_page(config, request, error=error, email=email, next=next_path, status_code=400)
     # "SSO required": only the owner still signs in with a password (asked once the password
     # matched, so the answer does not tell which addresses are members)
     refusal = await sso_service.password_sign_in_refused(db, user["id"])
     if refusal:
-        return _login_page(request, error=refusal, email=email, next=next_path, status_code=403)
+        return _login_page(config, request, error=refusal, email=email, next=next_path, status_code=403)
     await throttle.record_success(address, email)
     # under a fresh id (no session fixation); without its second factor until /login/two-factor
     start_session(request, {"user_id": user["id"]})
@@ -199,22 +202,22 @@ async def logout(request: Request[Any, Any, Any]) -> Redirect:
     return Redirect("/login", status_code=303)
 
 
-async def _setup_token_ok(request: Request[Any, Any, Any], token: str | None) -> bool:
+async def _setup_token_ok(db: Database, request: Request[Any, Any, Any], token: str | None) -> bool:
     """This replica's first-run link, or one another replica printed (known by its hash)."""
     if not token:
         return False
     expected = app_state(request).setup_token
     if expected and hmac.compare_digest(expected, token):
         return True
-    return await accounts.setup_link_known(db_of(request), token)
+    return await accounts.setup_link_known(db, token)
 
 
 @get("/setup", include_in_schema=False)
-async def setup_page(request: Request[Any, Any, Any], token: str | None = None) -> Template | Redirect:
+async def setup_page(request: Request[Any, Any, Any], db: DatabaseDep, token: str | None = None) -> Template | Redirect:
     if await users_exist(request):
         return Redirect("/login")
     return Template(
-        "setup.html", context={"token_ok": await _setup_token_ok(request, token), "token": token, "form": {},
+        "setup.html", context={"token_ok": await _setup_token_ok(db, request, token), "token": token, "form": {},
                                "errors": {}}
     )
 
@@ -225,7 +228,7 @@ async def setup(request: Request[Any, Any, Any], db: DatabaseDep) -> Template | 
         return Redirect("/login", status_code=303)
     form = await request.form()
     token = str(form.get("token", ""))
-    if not await _setup_token_ok(request, token):
+    if not await _setup_token_ok(db, request, token):
         return Template("setup.html", context={"token_ok": False, "form": {}, "errors": {}}, status_code=403)
     values = {key: str(form.get(key, "")) for key in ("tenant_name", "email", "password")}
     try:

@@ -14,9 +14,11 @@ from litestar.enums import ScopeType
 from litestar.response import Redirect, Template
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from tms.config import Config
+from tms.db import Database
 from tms.errors import DomainError
 from tms.http.pages import AnyRequest, done, form_of, render, tenant_of
-from tms.state import ConfigDep, DatabaseDep, config_of, db_of
+from tms.state import ConfigDep, DatabaseDep, db_of
 from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard, safe_next
 from tms.team.signin.session_cookie import start_session
@@ -32,23 +34,24 @@ CHOICES_KEY = "tms_sso_choices"  # the request scope's key the sign-in page's pa
 # ---- Settings -> Sign-in -------------------------------------------------------------------------------------
 
 
-async def _settings_page(request: AnyRequest, *, form: sso_settings.SettingsForm | None = None,
-                         errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
-    db, tenant_id = db_of(request), tenant_of(request)
+async def _settings_page(db: Database, config: Config, request: AnyRequest, *,
+                         form: sso_settings.SettingsForm | None = None, errors: dict[str, str] | None = None,
+                         status_code: int = 200) -> Template:
+    tenant_id = tenant_of(request)
     stored = await sso_settings.get_settings(db, tenant_id)
     history, _, _, _ = await audit.list_entries(db, tenant_id, entity_type="sso", limit=20)
     response = render(
         request, "settings/sign_in.html", status_code=status_code, active_nav="settings", settings_nav="sign-in",
         form=form or sso_settings.form_of(stored), stored=stored, errors=errors or {}, roles=PROVIDER_ROLES,
-        redirect_uri=sso.redirect_uri(config_of(request)), history=history,
-        sign_in_url=f"{config_of(request).base_url}/login?tenant={tenant_id}")
+        redirect_uri=sso.redirect_uri(config), history=history,
+        sign_in_url=f"{config.base_url}/login?tenant={tenant_id}")
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
 @get("/settings/sign-in")
-async def settings_page(request: AnyRequest) -> Template:
-    return await _settings_page(request)
+async def settings_page(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> Template:
+    return await _settings_page(db, config, request)
 
 
 def _checked(single: dict[str, str], name: str) -> bool:
@@ -69,7 +72,7 @@ async def save_settings(request: AnyRequest, db: DatabaseDep, config: ConfigDep)
         await sso_settings.save_settings(db, config, tenant_of(request), form)
     except sso_settings.SettingsErrors as exc:
         # a typed secret is not echoed back into the page
-        return await _settings_page(request, form=replace(form, client_secret=""), errors=exc.fields,
+        return await _settings_page(db, config, request, form=replace(form, client_secret=""), errors=exc.fields,
                                     status_code=400)
     return done(request, "/settings/sign-in", "Single sign-on settings saved.")
 
@@ -91,9 +94,9 @@ def _error_page(request: AnyRequest, exc: DomainError) -> Template:
     return response
 
 
-def _browser_cookie(request: AnyRequest, value: str, max_age: int) -> Cookie:
+def _browser_cookie(config: Config, value: str, max_age: int) -> Cookie:
     return Cookie(key=BROWSER_COOKIE, value=value, path=_COOKIE_PATH, max_age=max_age, httponly=True,
-                  samesite="lax", secure=config_of(request).production)
+                  samesite="lax", secure=config.production)
 
 
 @get("/auth/oidc/start")
@@ -106,7 +109,7 @@ async def start(request: AnyRequest, db: DatabaseDep, config: ConfigDep,
     except DomainError as exc:
         return _error_page(request, exc)
     response = Redirect(begun.url, status_code=302)
-    response.cookies.append(_browser_cookie(request, begun.browser_key, int(sso.LOGIN_TTL.total_seconds())))
+    response.cookies.append(_browser_cookie(config, begun.browser_key, int(sso.LOGIN_TTL.total_seconds())))
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -123,7 +126,7 @@ async def callback(request: AnyRequest, db: DatabaseDep, config: ConfigDep) -> T
     else:
         start_session(request, {"user_id": signed_in.user_id})  # under a fresh id: no session fixation
         response = Redirect(safe_next(signed_in.next_path), status_code=303)
-    response.cookies.append(_browser_cookie(request, "", 0))  # the binding is used up either way
+    response.cookies.append(_browser_cookie(config, "", 0))  # the binding is used up either way
     return response
 
 

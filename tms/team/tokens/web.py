@@ -7,9 +7,10 @@ from typing import Any
 from litestar import Router, get, post
 from litestar.response import Redirect, Template
 
+from tms.db import Database
 from tms.errors import DomainError, NotFound
 from tms.http.pages import AnyRequest, done, field_errors, form_of, not_found, render, tenant_of, user_of
-from tms.state import DatabaseDep, db_of
+from tms.state import DatabaseDep
 from tms.team.audit import service as audit
 from tms.team.signin.session import needs_role, page_guard
 from tms.team.tokens import service as token_service
@@ -19,13 +20,13 @@ from tms.team.tokens import service as token_service
 _NEW_TOKEN_KEY = "new_token"  # noqa: S105 - a session key, not a secret
 
 
-async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, errors: dict[str, str] | None = None,
-                status_code: int = 200) -> Template:
+async def _page(db: Database, request: AnyRequest, *, form: dict[str, Any] | None = None,
+                errors: dict[str, str] | None = None, status_code: int = 200) -> Template:
     new_token = request.session.pop(_NEW_TOKEN_KEY, None) if request.method == "GET" else None
-    tokens = await token_service.list_tokens(db_of(request), tenant_of(request))
+    tokens = await token_service.list_tokens(db, tenant_of(request))
     for token in tokens:
         token["scope_list"] = token["scopes"].split(",")
-    history, _, _, _ = await audit.list_entries(db_of(request), tenant_of(request), entity_type="token", limit=30)
+    history, _, _, _ = await audit.list_entries(db, tenant_of(request), entity_type="token", limit=30)
     template = render(request, "settings/tokens.html", status_code=status_code, active_nav="settings",
                       history=history,
                       settings_nav="tokens", tokens=tokens, new_token=new_token,
@@ -36,8 +37,8 @@ async def _page(request: AnyRequest, *, form: dict[str, Any] | None = None, erro
 
 
 @get("/tokens")
-async def tokens_page(request: AnyRequest) -> Template:
-    return await _page(request)
+async def tokens_page(request: AnyRequest, db: DatabaseDep) -> Template:
+    return await _page(db, request)
 
 
 @post("/tokens", status_code=303)
@@ -50,7 +51,7 @@ async def create_token(request: AnyRequest, db: DatabaseDep) -> Template | Redir
             db, tenant_of(request), name, scopes, created_by=user_of(request).id
         )
     except DomainError as exc:
-        return await _page(request, form=form, errors=field_errors(exc, "name"), status_code=400)
+        return await _page(db, request, form=form, errors=field_errors(exc, "name"), status_code=400)
     request.session[_NEW_TOKEN_KEY] = {"name": created.name, "token": created.token}
     return done(request, "/settings/tokens", f"Token “{created.name}” created. Copy it now: it is shown only once.")
 
