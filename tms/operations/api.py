@@ -46,7 +46,6 @@ def healthz() -> dict[str, str]:
 @get("/readyz", include_in_schema=False)
 async def readyz(request: Request[Any, Any, Any], db: DatabaseDep) -> Response[dict[str, str]]:
     try:
-        db = db
         applied = await operations.applied_migration_versions(db)
     except Exception as exc:  # any database failure means: not ready
         log.warning("readiness check failed: %s", exc)

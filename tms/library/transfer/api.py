@@ -45,7 +45,7 @@ async def export_cases(request: ApiRequest, db: DatabaseDep, project_id: str | N
                        format: str = "csv") -> Stream:
     if format != "csv":
         raise InvalidInput("format must be csv", field="format")
-    db, tenant = db, request.user.tenant_id
+    tenant = request.user.tenant_id
     await case_io.check_project(db, tenant, project_id)
     assert project_id is not None
     return Stream(

@@ -20,7 +20,7 @@ from tms.team.signin.session import page_guard
 @get("/", include_in_schema=False)
 async def home(request: AnyRequest, db: DatabaseDep, config: ConfigDep, project_id: str | None = None) -> Template:
     """The active project's dashboard; ``?project_id=`` peeks at another project without switching."""
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     project: Project | None
     if project_id:
         try:

@@ -26,7 +26,7 @@ ENTITY_TYPES = ("case", "run", "result", "project", "token", "webhook", "integra
 
 @get("/audit")
 async def audit_page(request: AnyRequest, db: DatabaseDep, offset: int = 0) -> Template:
-    db, tenant = db, tenant_of(request)
+    tenant = tenant_of(request)
     query = {key: (request.query_params.get(key) or "").strip()[:200]
              for key in ("entity_type", "entity_id", "action", "actor_id")}
     entries, total, limit, offset = await audit.list_entries(
