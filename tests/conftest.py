@@ -32,6 +32,9 @@ import pytest
 
 from tests import postgres_cluster
 
+# fixtures kept beside the helpers they serve, for every test file: ``receiver``, ``receivers``
+pytest_plugins = ["tests.webhook_receiver"]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -148,8 +148,12 @@ def ai_server(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> I
 
 @pytest.fixture
 def team(ai_server: ServerProcess) -> Tenant:
-    """A tenant on the AI-enabled server with an active project."""
-    tenant = tenant_on(ai_server)
+    return team_on(ai_server)
+
+
+def team_on(server: Any) -> Tenant:
+    """A tenant on an AI-enabled server (or in-process app) with an active project."""
+    tenant = tenant_on(server)
     project = tenant.create_project("Shop")
     web = tenant.web()
     assert web.post(f"/projects/{project['id']}/activate").status_code == 303

@@ -30,6 +30,7 @@ from tests.test_ai import (
     off_loop,
     quota_exhausted,
     scenarios,
+    team_on,
     tenant_on,
 )
 from tests.web_helpers import HTML, every_post_form_has_csrf, flashes, follow, text_of
@@ -60,14 +61,8 @@ def ai_server(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture
-def team(ai_server: ServerProcess) -> Tenant:
-    """A tenant on the AI-enabled app with an active project."""
-    tenant = tenant_on(ai_server)
-    project = tenant.create_project("Shop")
-    web = tenant.web()
-    assert web.post(f"/projects/{project['id']}/activate").status_code == 303
-    tenant.project_id = project["id"]  # type: ignore[attr-defined]
-    return tenant
+def team(ai_server: InProcessServer) -> Tenant:
+    return team_on(ai_server)
 
 
 # --- generation, review and save -----------------------------------------------------------------------

@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +70,6 @@ def junit_of_real_pytest(tmp_path: Path, name: str, source: str) -> Path:
     assert report.exists()
     return report
 
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    rec = Receiver()
-    yield rec
-    rec.stop()
 
 
 def test_two_shards_land_in_one_run_completed_once(tenant: Tenant, tmp_path: Path, receiver: Receiver) -> None:

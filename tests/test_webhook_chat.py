@@ -8,11 +8,10 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.browser_support import browser, page  # noqa: F401 (fixtures)
 from tests.conftest import ServerProcess, Tenant, assert_problem, make_tenant_on
@@ -23,18 +22,6 @@ from tests.webhook_receiver import Receiver
 # tests/inprocess.py: the tenants live in-process; the browser test takes the session server itself
 IN_PROCESS = True
 
-
-@pytest.fixture
-def receivers() -> Iterator[Callable[[], Receiver]]:
-    started: list[Receiver] = []
-
-    def make() -> Receiver:
-        started.append(Receiver())
-        return started[-1]
-
-    yield make
-    for rec in started:
-        rec.stop()
 
 
 def subscribe(web: httpx.Client, url: str, events: list[str], **fields: Any) -> dict[str, Any]:

@@ -21,13 +21,6 @@ from tms.config import load_config
 from tms.notifications import delivery, safety, signing
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    rec = Receiver()
-    yield rec
-    rec.stop()
-
-
 @pytest.mark.parametrize(
     ("address", "label"),
     [

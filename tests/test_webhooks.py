@@ -5,11 +5,10 @@ which imports this file's helpers."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.conftest import ServerProcess, make_tenant_on, run_admin
 from tests.webhook_receiver import Receiver
@@ -22,19 +21,6 @@ FAST_RETRIES = {
 }
 STANDARD_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-
-@pytest.fixture
-def receivers() -> Iterator[Callable[..., Receiver]]:
-    started: list[Receiver] = []
-
-    def make(**kwargs: Any) -> Receiver:
-        rec = Receiver(**kwargs)
-        started.append(rec)
-        return rec
-
-    yield make
-    for rec in started:
-        rec.stop()
 
 
 def subscribe(web: httpx.Client, url: str, events: list[str] | None = None, **fields: Any) -> dict[str, Any]:

@@ -34,25 +34,6 @@ def wh_tenant(wh_server: InProcessServer) -> Tenant:
     return make_tenant_on(wh_server)
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    rec = Receiver()
-    yield rec
-    rec.stop()
-
-
-@pytest.fixture
-def receivers() -> Iterator[Callable[..., Receiver]]:
-    started: list[Receiver] = []
-
-    def make(**kwargs: Any) -> Receiver:
-        rec = Receiver(**kwargs)
-        started.append(rec)
-        return rec
-
-    yield make
-    for rec in started:
-        rec.stop()
 
 
 # --- management API ------------------------------------------------------------------------------

@@ -10,9 +10,12 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 Action = int | str
 # serve_forever looks for shutdown() every poll_interval, 0.5 s by default: every stop of a loopback fake
@@ -91,3 +94,27 @@ class Receiver:
         self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
+
+
+# Fixtures of every test file (tests/conftest.py loads this module as a plugin)
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A receiver on loopback for one test, stopped after it."""
+    rec = Receiver()
+    yield rec
+    rec.stop()
+
+
+@pytest.fixture
+def receivers() -> Iterator[Callable[..., Receiver]]:
+    """Makes receivers (``Receiver``'s keyword arguments) for one test and stops them all after it."""
+    started: list[Receiver] = []
+
+    def make(**kwargs: Any) -> Receiver:
+        rec = Receiver(**kwargs)
+        started.append(rec)
+        return rec
+
+    yield make
+    for rec in started:
+        rec.stop()
